@@ -1,0 +1,68 @@
+"""Switch port allocation by cage, and port names in each NOS's convention."""
+
+from __future__ import annotations
+
+from topology.plan import Port
+from topology.spec.catalog import PortSlot, ports_at
+from topology.spec.models import CatalogSwitch, format_speed
+
+
+def port_name(nos: str, slot: PortSlot) -> tuple[str, str]:
+    """(name the NOS uses, front-panel label)."""
+    front = f"{slot.index + 1}" if slot.split == 1 else f"{slot.index + 1}/{slot.sub + 1}"
+    if nos == "sonic":
+        return f"Ethernet{slot.lanes[0]}", front
+    if nos == "cumulus":
+        name = f"swp{slot.index + 1}" if slot.split == 1 else f"swp{slot.index + 1}s{slot.sub}"
+        return name, front
+    return front, front
+
+
+class RadixError(Exception):
+    pass
+
+
+class PortLayout:
+    """Which cages of one switch model serve which purpose, worked out once per (model, nos, needs)."""
+
+    def __init__(self, model: str, switch: CatalogSwitch, nos: str, needs: list[tuple[str, int, int]]):
+        self.model = model
+        self.nos = nos
+        self.slots: dict[str, list[tuple[str, str, PortSlot]]] = {}
+        used_cages: set[int] = set()
+        for purpose, speed, count in needs:
+            free = [s for s in ports_at(switch, speed) if s.index not in used_cages]
+            cages: list[int] = []
+            chosen: list[PortSlot] = []
+            for s in free:
+                if len(chosen) == count:
+                    break
+                if not cages or cages[-1] != s.index:
+                    cages.append(s.index)
+                chosen.append(s)
+            if len(chosen) < count:
+                raise RadixError(f"{model} has {len(chosen)} free ports at {format_speed(speed)} for {purpose}; "
+                                 f"{count} are needed")
+            used_cages.update(cages)
+            self.slots[purpose] = [(*port_name(nos, s), s) for s in chosen]
+        self.unused: list[tuple[str, str, PortSlot]] = []
+        for g, group in enumerate(switch.groups):
+            mode = group.modes[0]
+            for s in ports_at(switch, mode.speed):
+                if s.group == g and s.index not in used_cages:
+                    self.unused.append((*port_name(nos, s), s))
+
+    def ports(self) -> dict[str, list[Port]]:
+        """Fresh Port objects: one list per purpose plus 'unused'."""
+        out: dict[str, list[Port]] = {}
+        for purpose, entries in (*self.slots.items(), ("unused", self.unused)):
+            out[purpose] = [
+                Port(name, label, s.index, s.sub, s.speed_mbps, f"{s.split}x{format_speed(s.speed_mbps)}",
+                     list(s.lanes))
+                for name, label, s in entries
+            ]
+        return out
+
+
+def capacity(switch: CatalogSwitch, speed: int) -> int:
+    return len(ports_at(switch, speed))

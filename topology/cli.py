@@ -1,0 +1,122 @@
+"""`railforge`: build the plan and every artifact from a cluster spec."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from topology.build import build_plan
+from topology.output import Output, UnsafePath
+from topology.plan import Plan
+from topology.render import families
+from topology.spec import load_spec
+from topology.spec.errors import SpecError, SpecErrors
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+err = Console(stderr=True)
+INVENTORY_LINKS = ("hosts.yml", "host_vars", "group_vars")
+
+
+def load_plan(spec_path: Path) -> Plan:
+    try:
+        spec, lines = load_spec(spec_path)
+        return build_plan(spec, lines, str(spec_path))
+    except SpecErrors as exc:
+        for e in exc.errors:
+            err.print(f"[red]error[/red] {e.render()}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    except SpecError as exc:
+        err.print(f"[red]error[/red] {exc.render()}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+def default_out(spec_path: Path) -> Path:
+    return spec_path.parent / "generated"
+
+
+def link_inventory(spec_dir: Path) -> None:
+    """Make `-i inventory/<cluster>` work: hosts.yml, host_vars, group_vars point into generated/ansible."""
+    for name in INVENTORY_LINKS:
+        link = spec_dir / name
+        target = Path("generated") / "ansible" / name
+        if link.is_symlink() and os.readlink(link) == str(target):
+            continue
+        if link.is_symlink() or not link.exists():
+            tmp = spec_dir / f".{name}.link-{os.getpid()}"
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(target)
+            os.replace(tmp, link)
+
+
+def summary_table(plan: Plan) -> Table:
+    c = plan.cluster
+    t = Table(title=f"{c.name}: {c.gpus} GPUs, {c.nodes} nodes, {c.fabric} {c.tiers}-tier {c.mode}")
+    for col in ("fabric", "tier", "switches", "down", "up", "down Gb/s", "up Gb/s", "ratio"):
+        t.add_column(col, justify="right" if col not in ("fabric", "tier") else "left")
+    for s in c.tier_summaries:
+        t.add_row(s.fabric, s.role, str(s.switches), str(s.downlink_ports), str(s.uplink_ports),
+                  str(s.downlink_gbps), str(s.uplink_gbps), s.oversubscription)
+    return t
+
+
+@app.command()
+def validate(spec: Annotated[Path, typer.Argument(help="inventory/<cluster>/cluster.yaml")]) -> None:
+    """Check the spec and print the design summary."""
+    plan = load_plan(spec)
+    Console().print(summary_table(plan))
+    for fam in families():
+        if fam.name == "report":
+            from topology.render.report import report_markdown
+
+            Console().print(report_markdown(plan), markup=False, highlight=False)
+
+
+@app.command()
+def build(
+    spec: Annotated[Path, typer.Argument(help="inventory/<cluster>/cluster.yaml")],
+    out: Annotated[Path | None, typer.Option(help="output folder (default: <spec folder>/generated)")] = None,
+    only: Annotated[str | None, typer.Option(help="comma-separated artifact families to write")] = None,
+    limit: Annotated[str | None, typer.Option(help="only devices whose name matches this glob")] = None,
+) -> None:
+    """Write the plan and every artifact, atomically."""
+    plan = load_plan(spec)
+    fams = families()
+    if only:
+        wanted = [x.strip() for x in only.split(",") if x.strip()]
+        known = {f.name for f in fams}
+        bad = [w for w in wanted if w not in known]
+        if bad:
+            err.print(f"[red]error[/red] --only: unknown families {', '.join(bad)}; known: {', '.join(sorted(known))}")
+            raise typer.Exit(2)
+        fams = [f for f in fams if f.name in wanted]
+    if limit:
+        plan.devices = [d for d in plan.devices if fnmatch.fnmatchcase(d.name, limit)]
+        names = {d.name for d in plan.devices}
+        plan.links = [link for link in plan.links if link.a.device in names or link.b.device in names]
+    target = out or default_out(spec)
+    output = Output(target)
+    try:
+        for fam in fams:
+            fam.render(plan, output)
+    except (UnsafePath, OSError) as exc:
+        output.abort()
+        err.print(f"[red]error[/red] {exc}")
+        raise typer.Exit(1) from None
+    except BaseException:
+        output.abort()
+        raise
+    output.commit()
+    if out is None:
+        link_inventory(spec.parent)
+    Console(stderr=True).print(f"wrote {len(output.written)} files to {target}", highlight=False)
+
+
+def main() -> None:  # pragma: no cover
+    sys.exit(app())

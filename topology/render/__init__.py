@@ -1,0 +1,26 @@
+"""Plan -> artifacts. One module per output family; each only reads the plan."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from topology.output import Output
+from topology.plan import Plan
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    description: str
+    render: Callable[[Plan, Output], None]
+
+
+def families() -> list[Family]:
+    from topology.render import inventory, plan_json
+
+    return [
+        Family("plan", "plan.json, the contract every other artifact reads", plan_json.render),
+        Family("inventory", "Ansible inventory (hosts.yml, host_vars, group_vars) and a Kubespray export",
+               inventory.render),
+    ]

@@ -1,0 +1,104 @@
+"""The Ansible inventory: hosts grouped by role, SU and fabric; host_vars with each node's rails,
+bond and BMC; group_vars with the QoS profile. Also the Kubespray groups."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import yaml
+
+from topology.output import Output
+from topology.plan import Device, Plan
+
+try:
+    from yaml import CSafeDumper as Dumper
+except ImportError:  # pragma: no cover - libyaml is in the PyPI wheels
+    from yaml import SafeDumper as Dumper
+
+SWITCH_GROUPS = {
+    "leaf": "compute_leaf", "spine": "compute_spine", "superspine": "compute_superspine",
+    "storage-leaf": "storage_leaf", "storage-spine": "storage_spine", "storage-superspine": "storage_superspine",
+    "oob-leaf": "oob", "oob-spine": "oob", "oob-superspine": "oob",
+}
+
+
+def _dump(data: object) -> str:
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False, default_flow_style=False, width=120)
+
+
+def _host_ip(dev: Device) -> str | None:
+    if dev.bond is not None:
+        return dev.bond.address.split("/")[0]
+    if dev.mgmt_address:
+        return dev.mgmt_address.split("/")[0]
+    if dev.bmc is not None:
+        return dev.bmc.address.split("/")[0]
+    return None
+
+
+def inventory_groups(plan: Plan) -> dict:
+    nodes = plan.devices_by_role("node")
+    mgmt = plan.devices_by_role("mgmt")
+    sus: dict[str, dict] = {}
+    for n in nodes:
+        sus.setdefault(f"su{n.su:03d}", {})[n.name] = None
+    children: dict[str, dict] = {
+        "nodes": {"children": {k: {"hosts": v} for k, v in sorted(sus.items())}},
+        "mgmt": {"hosts": {m.name: None for m in mgmt}},
+        "ufm": {"hosts": {u.name: None for u in plan.devices_by_role("ufm")}},
+        f"fabric_{plan.cluster.fabric}": {"children": {"nodes": None}},
+    }
+    for role, group in SWITCH_GROUPS.items():
+        members = {d.name: ({"ansible_host": _host_ip(d)} if d.mgmt_address else None)
+                   for d in plan.devices if d.role == role}
+        if members:
+            children.setdefault(group, {"hosts": {}})["hosts"].update(members)
+    children["kube_control_plane"] = {"hosts": {m.name: None for m in mgmt}}
+    children["etcd"] = {"hosts": {m.name: None for m in mgmt}}
+    children["kube_node"] = {"children": {"nodes": None}}
+    children["k8s_cluster"] = {"children": {"kube_control_plane": None, "kube_node": None}}
+    return {"all": {"children": children}}
+
+
+def host_vars(dev: Device) -> dict:
+    out: dict = {"ansible_host": _host_ip(dev)}
+    if dev.role == "node":
+        out["railforge_rails"] = [asdict(r) for r in dev.rails]
+        out["railforge_topology"] = asdict(dev.topology) if dev.topology else None
+    if dev.bond is not None:
+        out["railforge_bond"] = asdict(dev.bond)
+    if dev.bmc is not None:
+        out["railforge_bmc"] = asdict(dev.bmc)
+    return out
+
+
+def group_vars(plan: Plan) -> dict:
+    return {
+        "railforge_cluster": plan.cluster.name,
+        "railforge_fabric": plan.cluster.fabric,
+        "railforge_qos": asdict(plan.qos),
+        "railforge_gpus_per_node": plan.cluster.gpus_per_node,
+        "railforge_nvswitch": plan.cluster.nvswitch,
+    }
+
+
+def kubespray_inventory(plan: Plan) -> dict:
+    hosts = {}
+    for dev in plan.devices_by_role("mgmt", "node"):
+        ip = _host_ip(dev)
+        hosts[dev.name] = {"ansible_host": ip, "ip": ip, "access_ip": ip}
+    mgmt = {m.name: None for m in plan.devices_by_role("mgmt")}
+    return {"all": {"hosts": hosts, "children": {
+        "kube_control_plane": {"hosts": dict(mgmt)},
+        "etcd": {"hosts": dict(mgmt)},
+        "kube_node": {"hosts": {n.name: None for n in plan.devices_by_role("node")}},
+        "k8s_cluster": {"children": {"kube_control_plane": None, "kube_node": None}},
+    }}}
+
+
+def render(plan: Plan, out: Output) -> None:
+    for dev in plan.devices_by_role("node", "mgmt"):
+        out.write_text(f"ansible/host_vars/{dev.name}.yml", "---\n" + _dump(host_vars(dev)))
+    out.write_text("ansible/hosts.yml", "---\n" + _dump(inventory_groups(plan)))
+    out.write_text("ansible/group_vars/all/railforge.yml", "---\n" + _dump(group_vars(plan)))
+    out.write_text("kubespray/hosts.yaml", "---\n" + _dump(kubespray_inventory(plan)))

@@ -1,0 +1,97 @@
+"""Read cluster.yaml, keep the line of every key, and turn validation failures into SpecErrors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from topology.spec.errors import SpecError, SpecErrors
+from topology.spec.models import ClusterSpec
+
+LineMap = dict[tuple[str | int, ...], int]
+
+
+def _lines(node: yaml.Node, path: tuple[str | int, ...], out: LineMap) -> None:
+    out[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            sub = (*path, key.value)
+            out[sub] = key.start_mark.line + 1
+            _lines(value, sub, out)
+            out[sub] = key.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _lines(item, (*path, i), out)
+
+
+def read_yaml(path: Path) -> tuple[object, LineMap]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecErrors([SpecError("", f"cannot read the spec: {exc.strerror}", source=str(path))]) from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecErrors([SpecError("", f"not valid YAML: {problem}", line=line, source=str(path))]) from None
+    lines: LineMap = {}
+    if node is not None:
+        _lines(node, (), lines)
+    return data, lines
+
+
+def _line_for(loc: tuple[str | int, ...], lines: LineMap) -> int | None:
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return None
+
+
+def _dotted(loc: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _message(err: dict) -> str:
+    kind = err["type"]
+    if kind == "missing":
+        return "is required but missing"
+    if kind == "extra_forbidden":
+        return f"is not a known field (value {err.get('input')!r}); check the spelling against the README"
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        return f"{err.get('input')!r} is not valid; expected one of {expected}"
+    msg = err["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if msg.startswith(prefix):
+            msg = msg[len(prefix):]
+    if kind.startswith(("greater", "less", "int_", "float_", "too_", "string_", "bool")):
+        msg = f"{err.get('input')!r}: {msg.lower()}"
+    return msg
+
+
+def validate(data: object, lines: LineMap, source: str) -> ClusterSpec:
+    if not isinstance(data, dict):
+        raise SpecErrors([SpecError("", "the spec must be a YAML mapping (name:, node:, scalable_units:, ...)",
+                                    source=source, line=1)])
+    try:
+        return ClusterSpec.model_validate(data)
+    except ValidationError as exc:
+        errors = []
+        for err in exc.errors():
+            loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "lax-"))))
+            errors.append(SpecError(_dotted(loc), _message(err), line=_line_for(loc, lines), source=source))
+        raise SpecErrors(errors) from None
+
+
+def load_spec(path: str | Path) -> tuple[ClusterSpec, LineMap]:
+    path = Path(path)
+    data, lines = read_yaml(path)
+    return validate(data, lines, str(path)), lines

@@ -1,0 +1,322 @@
+"""Pydantic models of cluster.yaml. Field names are the YAML keys; errors name them."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import Annotated, Literal
+
+import netaddr
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
+IFNAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")
+PCI_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+ASN_PRIVATE_4B = (4200000000, 4294967294)
+
+
+def parse_speed(value: object) -> int:
+    """'400G' / '400g' / '1G' / 400000 -> Mb/s."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*(\d+)\s*([GgMm])\s*", value)
+        if m:
+            n = int(m.group(1))
+            return n * 1000 if m.group(2) in "Gg" else n
+    raise ValueError(f"{value!r} is not a link speed; write it like '400G', '200G', '25G' or '1G'")
+
+
+def format_speed(mbps: int) -> str:
+    return f"{mbps // 1000}G" if mbps % 1000 == 0 else f"{mbps}M"
+
+
+def parse_ratio(value: object) -> Fraction:
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*", value)
+        if m:
+            r = Fraction(m.group(1)) / Fraction(m.group(2))
+            if r >= 1:
+                return r
+    raise ValueError(f"{value!r} is not an oversubscription ratio; write it like '1:1', '2:1' or '3:1' (down:up, >= 1)")
+
+
+def parse_prefix(value: object) -> str:
+    try:
+        net = netaddr.IPNetwork(str(value))
+    except (netaddr.AddrFormatError, ValueError, TypeError):
+        raise ValueError(f"{value!r} is not an IP prefix; write it like '10.0.0.0/16'") from None
+    if net.ip != net.network:
+        raise ValueError(f"{value!r} has host bits set; did you mean '{net.cidr}'?")
+    if net.version != 4:
+        raise ValueError(f"{value!r}: only IPv4 pools are supported (IPv6 link-local is used for unnumbered uplinks)")
+    return str(net.cidr)
+
+
+Speed = Annotated[int, BeforeValidator(parse_speed)]
+Ratio = Annotated[Fraction, BeforeValidator(parse_ratio)]
+Prefix = Annotated[str, BeforeValidator(parse_prefix)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+
+class CatalogMode(Strict):
+    speed: Speed
+    split: int = Field(ge=1, le=8)
+
+
+class CatalogGroup(Strict):
+    cages: int = Field(ge=1, le=512)
+    lanes: int = Field(ge=1, le=8)
+    modes: list[CatalogMode] = Field(min_length=1)
+
+
+class CatalogSwitch(Strict):
+    vendor: str
+    description: str = ""
+    kind: Literal["ethernet", "infiniband"]
+    height_u: int = Field(ge=1, le=8)
+    nos: list[Literal["sonic", "cumulus", "mlnx-os"]] = Field(min_length=1)
+    groups: list[CatalogGroup] = Field(min_length=1)
+
+
+class MediaRule(Strict):
+    media: str
+    max_m: float = Field(gt=0)
+    part: str | None = None
+    per_end: bool = False
+    fibre: str | None = None
+
+
+class Catalog(Strict):
+    switches: dict[str, CatalogSwitch] = Field(default_factory=dict)
+    media: dict[str, list[MediaRule]] = Field(default_factory=dict)
+    orderable_lengths_m: list[float] = Field(default_factory=list)
+
+
+class NicGroup(Strict):
+    ports: int = Field(ge=1, le=16)
+    speed: Speed
+    ifnames: list[str] | None = None
+    hcas: list[str] | None = None
+    pci: list[str] | None = None
+    macs: list[str] | None = None
+
+    @field_validator("ifnames", "hcas")
+    @classmethod
+    def _names(cls, v: list[str] | None) -> list[str] | None:
+        for name in v or []:
+            if not IFNAME_RE.match(name):
+                raise ValueError(f"{name!r} is not a valid interface name (letters, digits, '_.-', at most 15)")
+        if v is not None and len(set(v)) != len(v):
+            raise ValueError("names must be unique")
+        return v
+
+    @field_validator("pci")
+    @classmethod
+    def _pci(cls, v: list[str] | None) -> list[str] | None:
+        for addr in v or []:
+            if not PCI_RE.match(addr):
+                raise ValueError(f"{addr!r} is not a PCI address; write it like '0000:18:00.0'")
+        return v
+
+    @model_validator(mode="after")
+    def _lengths(self) -> NicGroup:
+        for key in ("ifnames", "hcas", "pci", "macs"):
+            v = getattr(self, key)
+            if v is not None and len(v) != self.ports:
+                raise ValueError(f"{key} lists {len(v)} entries but ports is {self.ports}; give one per port")
+        return self
+
+
+class NodeProfile(Strict):
+    model: str = "DGX-H100"
+    gpus: int = Field(8, ge=1, le=16)
+    nvswitch: bool = True
+    height_u: int = Field(8, ge=1, le=10)
+    compute: NicGroup
+    storage: NicGroup
+    bmc: bool = True
+
+    @field_validator("storage")
+    @classmethod
+    def _two_bonded(cls, v: NicGroup) -> NicGroup:
+        if v.ports not in (1, 2):
+            raise ValueError(f"ports is {v.ports}; the storage/in-band bond takes 2 ports (or 1 for no bond)")
+        return v
+
+
+class ReservedSlot(Strict):
+    name: str
+    role: Literal["ufm"] = "ufm"
+    model: str = "UFM-3.0"
+    su: int = Field(ge=1)
+    slot: int = Field(ge=1)
+    compute_ports: int = Field(ge=1, le=16)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _device_name(v)
+
+
+class ScalableUnits(Strict):
+    count: int = Field(ge=1, le=4096)
+    max: int | None = Field(None, ge=1, le=4096)
+    nodes_per_su: int = Field(ge=1, le=512)
+    reserved_slots: list[ReservedSlot] = Field(default_factory=list)
+
+    @property
+    def design_max(self) -> int:
+        return self.max if self.max is not None else self.count
+
+
+class SwitchChoice(Strict):
+    model: str
+
+
+class ComputeFabric(Strict):
+    fabric: Literal["roce", "infiniband"]
+    tiers: Literal["auto", 2, 3] = "auto"
+    mode: Literal["clos", "rail-plane"] = "clos"
+    nos: Literal["sonic", "cumulus", "mlnx-os"] | None = None
+    leaf: SwitchChoice
+    spine: SwitchChoice
+    superspine: SwitchChoice | None = None
+    oversubscription: dict[Literal["leaf", "spine"], Ratio] = Field(default_factory=dict)
+    uplinks: Literal["numbered", "unnumbered"] = "numbered"
+    sus_per_pod: int | None = Field(None, ge=1)
+
+
+class StorageFabric(Strict):
+    nos: Literal["sonic", "cumulus"] = "cumulus"
+    leaf: SwitchChoice
+    spine: SwitchChoice
+    attach: Literal["mlag", "evpn-mh", "single"] = "mlag"
+    uplink_speed: Speed | None = None
+    oversubscription: Ratio = Fraction(1)
+    nodes_per_leaf: int | None = Field(None, ge=1)
+    storage_vlan: int | None = Field(None, ge=2, le=4094)
+    uplinks: Literal["numbered", "unnumbered"] = "unnumbered"
+
+
+class OobFabric(Strict):
+    nos: Literal["sonic", "cumulus"] = "cumulus"
+    leaf: SwitchChoice
+    spine: SwitchChoice
+    uplinks_per_leaf: int = Field(2, ge=1, le=8)
+
+
+class Management(Strict):
+    servers: int = Field(3, ge=0, le=64)
+    model: str = "mgmt-server"
+    height_u: int = Field(1, ge=1, le=4)
+
+
+class Layout(Strict):
+    nodes_per_rack: int = Field(4, ge=1, le=64)
+    rack_height_u: int = Field(48, ge=20, le=60)
+    rack_width_m: float = Field(0.6, gt=0)
+    row_pitch_m: float = Field(3.0, gt=0)
+    slack_m: float = Field(1.5, ge=0)
+    network_rack_position: Literal["middle", "end"] = "middle"
+
+
+class AsnBases(Strict):
+    compute: int = 4200000000
+    storage: int = 4210000000
+    oob: int = 4220000000
+
+    @field_validator("compute", "storage", "oob")
+    @classmethod
+    def _private(cls, v: int) -> int:
+        lo, hi = ASN_PRIVATE_4B
+        if not lo <= v <= hi:
+            raise ValueError(f"{v} is outside the 4-byte private ASN range {lo}-{hi} (RFC 6996)")
+        return v
+
+
+class Addressing(Strict):
+    loopbacks: Prefix = "10.0.0.0/16"
+    p2p: Prefix = "10.1.0.0/16"
+    compute_hosts: Prefix = "100.64.0.0/12"
+    inband: Prefix = "10.20.0.0/16"
+    storage: Prefix = "10.30.0.0/16"
+    oob: Prefix = "10.250.0.0/16"
+    k8s_pods: Prefix = "10.96.0.0/12"
+    k8s_services: Prefix = "10.112.0.0/16"
+    pod_addresses_per_node: int = Field(8, ge=0, le=256)
+    asn: AsnBases = Field(default_factory=AsnBases)
+
+
+class Qos(Strict):
+    lossless_priority: int = Field(3, ge=0, le=7)
+    roce_dscp: int = Field(26, ge=0, le=63)
+    cnp_dscp: int = Field(48, ge=0, le=63)
+    cnp_priority: int = Field(6, ge=0, le=7)
+    ecn_min_threshold_bytes: int = Field(153600, ge=1)
+    ecn_max_threshold_bytes: int = Field(1536000, ge=1)
+    ecn_probability: int = Field(100, ge=1, le=100)
+    host_mtu: int = Field(9000, ge=1500, le=9216)
+    switch_mtu: int = Field(9216, ge=1500, le=9216)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Qos:
+        if self.cnp_priority == self.lossless_priority:
+            raise ValueError(f"cnp_priority {self.cnp_priority} equals lossless_priority; CNPs need their own priority")
+        if self.cnp_dscp == self.roce_dscp:
+            raise ValueError(f"cnp_dscp {self.cnp_dscp} equals roce_dscp; CNPs need their own DSCP")
+        if self.ecn_min_threshold_bytes >= self.ecn_max_threshold_bytes:
+            raise ValueError("ecn_min_threshold_bytes must be below ecn_max_threshold_bytes")
+        if self.host_mtu > self.switch_mtu:
+            raise ValueError(f"host_mtu {self.host_mtu} exceeds switch_mtu {self.switch_mtu}")
+        return self
+
+
+class Cabling(Strict):
+    media: dict[str, list[MediaRule]] = Field(default_factory=dict)
+
+
+class Reliability(Strict):
+    optics_mtbf_hours: float = Field(10_000_000, gt=0)
+    gpu_monthly_availability: float = Field(0.999, gt=0, lt=1)
+    job_gpus: list[int] = Field(default_factory=lambda: [1000])
+
+
+class Tenant(Strict):
+    name: str
+    pkey: int = Field(ge=1, le=0x7FFE)
+
+
+class ClusterSpec(Strict):
+    name: str
+    description: str = ""
+    node: NodeProfile
+    scalable_units: ScalableUnits
+    compute: ComputeFabric
+    storage: StorageFabric
+    oob: OobFabric
+    management: Management = Field(default_factory=Management)
+    layout: Layout = Field(default_factory=Layout)
+    addressing: Addressing = Field(default_factory=Addressing)
+    qos: Qos = Field(default_factory=Qos)
+    cabling: Cabling = Field(default_factory=Cabling)
+    reliability: Reliability = Field(default_factory=Reliability)
+    tenants: list[Tenant] = Field(default_factory=list)
+    catalog: Catalog = Field(default_factory=Catalog)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _device_name(v)
+
+
+def _device_name(v: str) -> str:
+    if not NAME_RE.match(v):
+        raise ValueError(
+            f"{v!r} is not a valid name: use 1-32 lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit (it becomes part of file and host names)"
+        )
+    return v
