@@ -80,7 +80,7 @@ def _build(ctx: BuildContext) -> Plan:
         (0, "superspine"): cd.superspines_max, (0, "spine"): cd.spines_max,
         (0, "storage-superspine"): sd.clos.superspines_max, (0, "storage-spine"): sd.clos.spines_max,
         (0, "oob-superspine"): od.clos.superspines_max, (0, "oob-spine"): od.clos.spines_max,
-        (0, "oob-leaf"): od.leaves_per_row, (0, "storage-leaf"): sd.per_pair, (0, "mgmt"): spec.management.servers,
+        (0, "oob-leaf"): od.core_leaves, (0, "storage-leaf"): sd.per_pair, (0, "mgmt"): spec.management.servers,
         (1, "leaf"): cd.rails, (1, "storage-leaf"): sd.pairs_per_unit * sd.per_pair, (1, "oob-leaf"): od.leaves_per_row,
     }
     racks = layout.place(ctx, slots, max_counts, heights)

@@ -20,6 +20,8 @@ class OobDesign:
     up_speed: int
     ports_per_leaf: int
     leaves_per_row: int
+    core_leaves: int
+    core_units: int
     su_endpoints: int
     core_offsets: dict[str, int]
     block_len: int
@@ -45,9 +47,13 @@ def design(ctx: BuildContext, max_sus: int, slots: int, rails: int, storage_leav
     for role in CORE_ROLES:
         offsets[role] = total
         total += core_counts.get(role, 0)
-    per_row = max(ceil_div(su_endpoints, ports), ceil_div(total, ports), 1)
-    c = clos.design(ctx, "oob", "oob", o.spine.model, o.nos, up_speed, per_row, max_sus + 1, o.uplinks_per_leaf)
-    return OobDesign(down_speed, up_speed, ports, per_row, su_endpoints, offsets, block_len_for(ports + 2), c)
+    per_row = max(ceil_div(su_endpoints, ports), 1)
+    core_leaves = max(ceil_div(total, ports), 1)
+    core_units = ceil_div(core_leaves, per_row)
+    c = clos.design(ctx, "oob", "oob", o.spine.model, o.nos, up_speed, per_row, core_units + max_sus,
+                    o.uplinks_per_leaf)
+    return OobDesign(down_speed, up_speed, ports, per_row, core_leaves, core_units, su_endpoints, offsets,
+                     block_len_for(ports + 2), c)
 
 
 def build(ctx: BuildContext, d: OobDesign, sus: int, slots: int, rails: int, loop_base: int) -> clos.UpperTiers:
@@ -76,8 +82,8 @@ def build(ctx: BuildContext, d: OobDesign, sus: int, slots: int, rails: int, loo
             endpoints.setdefault(0, []).append((d.core_offsets[dev.role] + i, dev))
     for row in range(0, sus + 1):
         leaves: list[tuple[Device, list[Port], int]] = []
-        for k in range(d.leaves_per_row):
-            idx = row * d.leaves_per_row + k
+        for k in range(d.leaves_per_row if row else d.core_leaves):
+            idx = (d.core_units + row - 1) * d.leaves_per_row + k if row else k
             ports = layout.ports()
             dev = Device(names.oob_leaf(row, k + 1), "oob-leaf", "oob", o.leaf.model, o.nos, "", 0,
                          su=row or None, slot=k, ports=ports["down"] + ports["up"] + ports["unused"],
@@ -91,13 +97,13 @@ def build(ctx: BuildContext, d: OobDesign, sus: int, slots: int, rails: int, loo
             leaves.append((dev, ports["down"], start))
         for position, dev in sorted(endpoints.get(row, []), key=lambda x: x[0]):
             k, port_i = divmod(position, d.ports_per_leaf)
-            if k >= d.leaves_per_row:
+            if k >= len(leaves):
                 raise ctx.fail("oob", f"{dev.name} has no OOB port left in row {row}")
             leaf, leaf_ports, start = leaves[k]
             address = f"{int_to_ip(start + 2 + port_i)}/{d.block_len}"
             port = _mgmt_port(ctx, dev)
             port.address = address
-            leaf_idx = row * d.leaves_per_row + k
+            leaf_idx = (d.core_units + row - 1) * d.leaves_per_row + k if row else k
             label = names.cable("OOB", leaf_idx * d.ports_per_leaf + port_i + 1)
             ctx.connect(label, "oob", "oob-access", (dev, port), (leaf, leaf_ports[port_i]), row or None)
             if dev.role in ("node", "ufm", "mgmt"):
