@@ -1,0 +1,1 @@
+"""railforge Kubernetes stack: RDMA networking and topology-aware scheduling from a railforge plan."""

@@ -1,0 +1,109 @@
+"""Stack configuration: typed, validated once, with the pinned defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .versions import Versions, versions_from_config
+
+RDMA_MODES = ("macvlan", "ipoib", "host")
+KNOWN_KEYS = (
+    "plan",
+    "rdmaMode",
+    "rdmaHcaMax",
+    "installDocaDriver",
+    "networkOperatorNamespace",
+    "gpuOperatorNamespace",
+    "workloadNamespace",
+    "gpuOperator",
+    "nodeLabels",
+    "volcano",
+    "kueue",
+    "priorityClasses",
+    "images",
+    "charts",
+    "registryMirrors",
+    "imagePullSecrets",
+    "whereaboutsCrdBaseUrl",
+)
+
+
+class ConfigError(ValueError):
+    """The stack configuration is invalid."""
+
+
+@dataclass(frozen=True, slots=True)
+class StackConfig:
+    plan: str
+    rdma_mode: str | None = None
+    rdma_hca_max: int = 63
+    install_doca_driver: bool = False
+    network_operator_namespace: str = "network-operator"
+    gpu_operator_namespace: str = "gpu-operator"
+    workload_namespace: str = "default"
+    gpu_operator: bool = True
+    node_labels: bool = True
+    volcano: bool = True
+    kueue: bool = True
+    priority_classes: bool = True
+    image_pull_secrets: tuple[str, ...] = ()
+    versions: Versions = field(default_factory=Versions)
+
+    def mode_for(self, fabric: str) -> str:
+        """The RDMA mode: as configured, else macvlan on RoCE and ipoib on InfiniBand."""
+        mode = self.rdma_mode or ("ipoib" if fabric == "infiniband" else "macvlan")
+        if mode == "macvlan" and fabric != "roce":
+            raise ConfigError(f"rdmaMode macvlan needs a RoCE fabric; this plan's fabric is {fabric}")
+        if mode == "ipoib" and fabric != "infiniband":
+            raise ConfigError(f"rdmaMode ipoib needs an InfiniBand fabric; this plan's fabric is {fabric}")
+        return mode
+
+
+def _bool(value, key: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ConfigError(f"{key}: expected true or false, got {value!r}")
+
+
+def config_from_mapping(values: dict) -> StackConfig:
+    unknown = sorted(set(values) - set(KNOWN_KEYS))
+    if unknown:
+        raise ConfigError(f"unknown config keys {unknown}; known: {', '.join(KNOWN_KEYS)}")
+    if not values.get("plan"):
+        raise ConfigError("config 'plan' (path to generated/plan.json) is required")
+    mode = values.get("rdmaMode")
+    if mode is not None and mode not in RDMA_MODES:
+        raise ConfigError(f"rdmaMode {mode!r}: choose one of {', '.join(RDMA_MODES)}")
+    hca_max = int(values.get("rdmaHcaMax", 63))
+    if hca_max < 1:
+        raise ConfigError(f"rdmaHcaMax must be at least 1, got {hca_max}")
+    try:
+        versions = versions_from_config(
+            values.get("images"),
+            values.get("charts"),
+            values.get("registryMirrors"),
+            values.get("whereaboutsCrdBaseUrl"),
+        )
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    flags = {
+        "install_doca_driver": ("installDocaDriver", False),
+        "gpu_operator": ("gpuOperator", True),
+        "node_labels": ("nodeLabels", True),
+        "volcano": ("volcano", True),
+        "kueue": ("kueue", True),
+        "priority_classes": ("priorityClasses", True),
+    }
+    return StackConfig(
+        plan=str(values["plan"]),
+        rdma_mode=mode,
+        rdma_hca_max=hca_max,
+        network_operator_namespace=values.get("networkOperatorNamespace", "network-operator"),
+        gpu_operator_namespace=values.get("gpuOperatorNamespace", "gpu-operator"),
+        workload_namespace=values.get("workloadNamespace", "default"),
+        image_pull_secrets=tuple(values.get("imagePullSecrets", ())),
+        versions=versions,
+        **{attr: _bool(values.get(key, default), key) for attr, (key, default) in flags.items()},
+    )

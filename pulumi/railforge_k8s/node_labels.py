@@ -1,0 +1,46 @@
+"""Topology labels on every planned node (server-side apply patches; the nodes must already exist)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi_kubernetes as k8s
+
+import pulumi
+
+from . import names
+from .options import child_options
+from .plan_input import NodeTopology
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLabelsArgs:
+    cluster: str
+    nodes: tuple[NodeTopology, ...]
+
+
+def topology_labels(cluster: str, node: NodeTopology) -> dict[str, str]:
+    labels = {
+        names.CLUSTER_LABEL: cluster,
+        names.SU_LABEL: str(node.su),
+        names.LEAF_GROUP_LABEL: node.leaf_group,
+        names.SPINE_GROUP_LABEL: node.spine_group,
+        names.RACK_LABEL: node.rack,
+    }
+    if node.rail_plane is not None:
+        labels[names.RAIL_PLANE_LABEL] = node.rail_plane
+    return {key: names.label_value(value, f"node {node.name} label {key}") for key, value in labels.items()}
+
+
+class NodeLabels(pulumi.ComponentResource):
+    def __init__(self, name: str, args: NodeLabelsArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("railforge:k8s:NodeLabels", name, None, opts)
+        self.patches = [
+            k8s.core.v1.NodePatch(
+                f"{name}-{node.name}",
+                metadata={"name": node.name, "labels": topology_labels(args.cluster, node)},
+                opts=child_options(self, opts),
+            )
+            for node in args.nodes
+        ]
+        self.register_outputs({"nodes": len(self.patches)})

@@ -1,0 +1,143 @@
+"""The part of plan.json the Kubernetes stack reads: rails, pod networks, nodes and their topology."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+SUPPORTED_SCHEMA_VERSION = 1
+
+
+class PlanError(ValueError):
+    """plan.json does not carry what the stack needs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rail:
+    index: int
+    ifname: str
+    hca: str
+
+    @property
+    def resource_name(self) -> str:
+        return f"rail{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
+class PodNetwork:
+    rail: int
+    ifname: str
+    hca: str
+    leaf: str | None
+    subnet: str
+    gateway: str | None
+    range_start: str
+    range_end: str
+    scope: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeTopology:
+    name: str
+    su: int
+    rack: str
+    leaf_group: str
+    spine_group: str
+    rail_plane: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    name: str
+    prefix: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlanInput:
+    cluster: str
+    fabric: str
+    host_mtu: int
+    rails: tuple[Rail, ...]
+    pod_networks: tuple[PodNetwork, ...]
+    nodes: tuple[NodeTopology, ...]
+    pools: tuple[Pool, ...]
+
+    def networks_of(self, rail: Rail) -> list[PodNetwork]:
+        return [n for n in self.pod_networks if n.rail == rail.index]
+
+
+def _rails(pod_networks: list[PodNetwork]) -> tuple[Rail, ...]:
+    rails: dict[int, Rail] = {}
+    for net in pod_networks:
+        rail = Rail(index=net.rail, ifname=net.ifname, hca=net.hca)
+        known = rails.setdefault(net.rail, rail)
+        if known != rail:
+            raise PlanError(f"pod_networks disagree on rail {net.rail}: {known} vs {rail}")
+    return tuple(rails[i] for i in sorted(rails))
+
+
+def _node(device: dict, rails: tuple[Rail, ...]) -> NodeTopology:
+    name = device["name"]
+    topo = device.get("topology")
+    if not topo:
+        raise PlanError(f"node {name} has no topology in plan.json")
+    planned = {r.index: (r.ifname, r.hca) for r in rails}
+    for rail in device.get("rails", []):
+        if planned.get(rail["rail"]) != (rail["ifname"], rail["hca"]):
+            raise PlanError(
+                f"node {name} rail {rail['rail']} is {rail['ifname']}/{rail['hca']}, "
+                f"pod_networks say {planned.get(rail['rail'])}: "
+                "one RDMA resource per rail needs the same names on every node"
+            )
+    return NodeTopology(
+        name=name,
+        su=int(topo["su"]),
+        rack=str(topo["rack"]),
+        leaf_group=str(topo["leaf_group"]),
+        spine_group=str(topo["spine_group"]),
+        rail_plane=topo.get("rail_plane"),
+    )
+
+
+def parse_plan(data: dict) -> PlanInput:
+    version = data.get("schema_version")
+    if version != SUPPORTED_SCHEMA_VERSION:
+        raise PlanError(f"plan.json schema_version {version!r}: this stack reads {SUPPORTED_SCHEMA_VERSION}")
+    pod_networks = [
+        PodNetwork(
+            rail=int(n["rail"]),
+            ifname=n["ifname"],
+            hca=n["hca"],
+            leaf=n.get("leaf"),
+            subnet=n["subnet"],
+            gateway=n.get("gateway"),
+            range_start=n["range_start"],
+            range_end=n["range_end"],
+            scope=n["scope"],
+        )
+        for n in data.get("pod_networks", [])
+    ]
+    if not pod_networks:
+        raise PlanError("plan.json has no pod_networks: nothing to attach pods to")
+    rails = _rails(pod_networks)
+    nodes = tuple(_node(d, rails) for d in data["devices"] if d["role"] == "node")
+    if not nodes:
+        raise PlanError("plan.json has no devices with role 'node'")
+    return PlanInput(
+        cluster=data["cluster"]["name"],
+        fabric=data["cluster"]["fabric"],
+        host_mtu=int(data["qos"]["host_mtu"]),
+        rails=rails,
+        pod_networks=tuple(pod_networks),
+        nodes=nodes,
+        pools=tuple(Pool(name=p["name"], prefix=p["prefix"]) for p in data.get("pools", [])),
+    )
+
+
+def load_plan(path: str | Path) -> PlanInput:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise PlanError(f"cannot read plan {path}: {exc.strerror}") from exc
+    return parse_plan(json.loads(text))

@@ -1,0 +1,111 @@
+"""Which secondary networks pods get on each rail, and whether their addresses are routable in the fabric.
+
+Reads the plan's pod_networks only; never recomputes addressing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from .plan_input import PlanInput, PodNetwork, Rail
+
+CNI_VERSION = "0.3.1"
+
+
+class RoutabilityError(ValueError):
+    """The requested mode would give pods addresses the fabric cannot route."""
+
+
+@dataclass(frozen=True, slots=True)
+class AttachmentSpec:
+    name: str
+    rail: Rail
+    network: PodNetwork
+    cni_config: dict
+
+    @property
+    def config_json(self) -> str:
+        return json.dumps(self.cni_config, sort_keys=True, separators=(",", ":"))
+
+
+def _ipam(net: PodNetwork, name: str) -> dict:
+    return {
+        "type": "whereabouts",
+        "range": net.subnet,
+        "range_start": net.range_start,
+        "range_end": net.range_end,
+        "network_name": name,
+    }
+
+
+def _macvlan(net: PodNetwork, name: str, mtu: int) -> dict:
+    return {
+        "cniVersion": CNI_VERSION,
+        "name": name,
+        "type": "macvlan",
+        "master": net.ifname,
+        "mode": "bridge",
+        "mtu": mtu,
+        "ipam": _ipam(net, name),
+    }
+
+
+def _ipoib(net: PodNetwork, name: str) -> dict:
+    return {
+        "cniVersion": CNI_VERSION,
+        "name": name,
+        "type": "ipoib",
+        "master": net.ifname,
+        "ipam": _ipam(net, name),
+    }
+
+
+def _refuse_macvlan(plan: PlanInput, per_rail: dict[Rail, list[PodNetwork]]) -> None:
+    crowded = [(rail, nets) for rail, nets in per_rail.items() if len(nets) > 1]
+    if not crowded:
+        return
+    detail = "; ".join(
+        f"rail {rail.index} ({rail.ifname}) has {len(nets)} leaf subnets "
+        f"({', '.join(n.subnet for n in nets[:3])}"
+        f"{', ...' if len(nets) > 3 else ''})"
+        for rail, nets in crowded
+    )
+    raise RoutabilityError(
+        f"rdmaMode macvlan refused for cluster {plan.cluster}: {detail}. A cluster-wide macvlan "
+        "NetworkAttachmentDefinition per rail hands every pod an address from one whereabouts range, "
+        "but each "
+        "rail leaf routes only its own host subnet, so pods on other leaves would get unroutable addresses. "
+        "Use rdmaMode: host (pods run with hostNetwork: true and request the shared RDMA device "
+        "rdma/<rail>, e.g. rdma/rail0; no NetworkAttachmentDefinitions are created)."
+    )
+
+
+def _check_ipoib(plan: PlanInput, per_rail: dict[Rail, list[PodNetwork]]) -> None:
+    for rail, nets in per_rail.items():
+        if len(nets) != 1 or nets[0].scope != "rail":
+            raise RoutabilityError(
+                f"rdmaMode ipoib for cluster {plan.cluster}: rail {rail.index} ({rail.ifname}) "
+                "needs exactly one "
+                f"IPoIB subnet with scope 'rail', the plan has {len(nets)} "
+                f"({', '.join(f'{n.subnet}/{n.scope}' for n in nets)}). Use rdmaMode: host."
+            )
+
+
+def plan_attachments(plan: PlanInput, mode: str, mtu: int) -> list[AttachmentSpec]:
+    """One attachment per rail, or none in host mode; raises RoutabilityError before anything is created."""
+    if mode == "host":
+        return []
+    per_rail = {rail: plan.networks_of(rail) for rail in plan.rails}
+    if mode == "macvlan":
+        _refuse_macvlan(plan, per_rail)
+    elif mode == "ipoib":
+        _check_ipoib(plan, per_rail)
+    else:
+        raise ValueError(f"unknown rdma mode {mode!r}")
+    specs = []
+    for rail, (net,) in per_rail.items():
+        name = f"{rail.resource_name}-{mode}"
+        config = _macvlan(net, name, mtu) if mode == "macvlan" else _ipoib(net, name)
+        specs.append(AttachmentSpec(name=name, rail=rail, network=net, cni_config=config))
+    return specs

@@ -1,0 +1,83 @@
+"""Wire the components in order: namespace -> operator release -> NicClusterPolicy -> attachments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+
+from .attachments import RailAttachments, RailAttachmentsArgs
+from .config import StackConfig
+from .gpu_operator import GpuOperator, GpuOperatorArgs
+from .network_operator import NetworkOperator, NetworkOperatorArgs
+from .nic_cluster_policy import NicClusterPolicy, NicClusterPolicyArgs
+from .node_labels import NodeLabels, NodeLabelsArgs
+from .plan_input import PlanInput
+from .priority import PriorityClasses
+from .routing import plan_attachments
+from .scheduling import SchedulingArgs, TopologyScheduling
+from .whereabouts import Whereabouts, WhereaboutsArgs
+
+
+@dataclass
+class Deployment:
+    mode: str
+    network_operator: NetworkOperator
+    nic_cluster_policy: NicClusterPolicy
+    whereabouts: Whereabouts | None = None
+    attachments: RailAttachments | None = None
+    gpu_operator: GpuOperator | None = None
+    node_labels: NodeLabels | None = None
+    scheduling: TopologyScheduling | None = None
+    priority_classes: PriorityClasses | None = None
+    rdma_resources: list[str] = field(default_factory=list)
+
+
+def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
+    mode = config.mode_for(plan.fabric)
+    specs = plan_attachments(plan, mode, plan.host_mtu)
+    secrets = config.image_pull_secrets
+    operator = NetworkOperator(
+        "network-operator",
+        NetworkOperatorArgs(config.network_operator_namespace, config.versions, secrets),
+    )
+    policy = NicClusterPolicy(
+        "nic-cluster-policy",
+        NicClusterPolicyArgs(
+            rails=plan.rails,
+            mode=mode,
+            rdma_hca_max=config.rdma_hca_max,
+            install_doca_driver=config.install_doca_driver,
+            versions=config.versions,
+            image_pull_secrets=secrets,
+        ),
+        pulumi.ResourceOptions(depends_on=[operator.release]),
+    )
+    result = Deployment(mode=mode, network_operator=operator, nic_cluster_policy=policy)
+    result.rdma_resources = policy.resource_names
+    if specs:
+        result.whereabouts = Whereabouts(
+            "whereabouts", WhereaboutsArgs(config.versions, image_pull_secrets=secrets)
+        )
+        result.attachments = RailAttachments(
+            "rail-attachments",
+            RailAttachmentsArgs(config.workload_namespace, tuple(specs)),
+            pulumi.ResourceOptions(depends_on=[policy.policy, result.whereabouts.daemonset]),
+        )
+    if config.gpu_operator:
+        result.gpu_operator = GpuOperator(
+            "gpu-operator",
+            GpuOperatorArgs(config.gpu_operator_namespace, config.versions, secrets),
+            pulumi.ResourceOptions(depends_on=[policy.policy]),
+        )
+    if config.node_labels:
+        result.node_labels = NodeLabels("node-labels", NodeLabelsArgs(plan.cluster, plan.nodes))
+    if config.volcano or config.kueue:
+        result.scheduling = TopologyScheduling(
+            "topology",
+            SchedulingArgs(plan.cluster, plan.nodes, volcano=config.volcano, kueue=config.kueue),
+            pulumi.ResourceOptions(depends_on=[result.node_labels] if result.node_labels else None),
+        )
+    if config.priority_classes:
+        result.priority_classes = PriorityClasses("priority")
+    return result
