@@ -8,8 +8,27 @@ from typing import IO
 import orjson
 
 from topology.plan import (
-    AsnPool, Bmc, Bond, BondMember, ClusterSummary, Device, Endpoint, HostSubnet, Link, NodeTopology, Plan,
-    PodNetwork, Pool, Port, Qos, Rack, RailInterface, Reliability, Tenant, TierSummary, VlanInterface,
+    AsnPool,
+    Bmc,
+    Bond,
+    BondMember,
+    ClusterSummary,
+    Device,
+    Endpoint,
+    HostSubnet,
+    Link,
+    NodeTopology,
+    Plan,
+    PodNetwork,
+    Pool,
+    Port,
+    Qos,
+    Rack,
+    RailInterface,
+    Reliability,
+    Tenant,
+    TierSummary,
+    VlanInterface,
 )
 
 _OPTS = orjson.OPT_SORT_KEYS

@@ -86,10 +86,8 @@ def _build(ctx: BuildContext) -> Plan:
     racks = layout.place(ctx, slots, max_counts, heights)
     layout.measure(ctx, racks)
 
-    leaves = {(d.su, d.rail): d for d in ctx.devices if d.role == "leaf"}
     for dev in ctx.devices:
         if dev.role == "node":
-            leaf = leaves[(dev.su, 0)]
             dev.topology = NodeTopology(dev.su, dev.rack, f"su{dev.su:03d}",
                                         _spine_group(cd, dev.su), "rail-plane" if cd.mode == "rail-plane" else None)
 

@@ -236,7 +236,6 @@ def build(ctx: BuildContext, d: ComputeDesign) -> None:
 
     node_link_base = 0
     leaf_link_base = d.leaves_max * d.slots
-    spine_link_base = leaf_link_base + d.leaves_max * d.uplinks
 
     spines: dict[int, Device] = {}
     spine_ports: dict[int, dict[str, list[Port]]] = {}

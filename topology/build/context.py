@@ -8,7 +8,7 @@ from topology.build.ports import PortLayout, RadixError
 from topology.ipam import AsnRange, PrefixPool
 from topology.plan import Device, Endpoint, Link, Port
 from topology.spec.errors import SpecError
-from topology.spec.loader import LineMap
+from topology.spec.loader import LineMap, dotted
 from topology.spec.models import Catalog, CatalogSwitch, ClusterSpec, format_speed
 
 
@@ -32,7 +32,7 @@ class BuildContext:
             if key[:end] in self.lines:
                 line = self.lines[key[:end]]
                 break
-        return SpecError(field_path, message, line=line, source=self.source)
+        return SpecError(dotted(key), message, line=line, source=self.source)
 
     def switch_model(self, field_path: str, model: str, kind: str | None = None) -> CatalogSwitch:
         sw = self.catalog.switches.get(model)

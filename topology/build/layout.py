@@ -86,7 +86,7 @@ def place(ctx: BuildContext, slots: int, max_counts: dict[tuple[int, str], int],
             positions[("compute", i)] = pos
             pos += 1
         y = row * lay.row_pitch_m
-        for (kind, i), p in sorted(positions.items(), key=lambda kv: kv[1]):
+        for (kind, _), p in sorted(positions.items(), key=lambda kv: kv[1]):
             racks.append(Rack(names.rack(row, p), row, p, kind, h_rack, round((p - 1) * lay.rack_width_m, 3), y))
         seen: dict[str, int] = defaultdict(int)
         index_of = {kind: (first, start) for kind, first, start in plan_net}

@@ -52,7 +52,7 @@ def _line_for(loc: tuple[str | int, ...], lines: LineMap) -> int | None:
     return None
 
 
-def _dotted(loc: tuple[str | int, ...]) -> str:
+def dotted(loc: tuple[str | int, ...]) -> str:
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -87,7 +87,7 @@ def validate(data: object, lines: LineMap, source: str) -> ClusterSpec:
         errors = []
         for err in exc.errors():
             loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "lax-"))))
-            errors.append(SpecError(_dotted(loc), _message(err), line=_line_for(loc, lines), source=source))
+            errors.append(SpecError(dotted(loc), _message(err), line=_line_for(loc, lines), source=source))
         raise SpecErrors(errors) from None
 
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
 IFNAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")
+MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
 PCI_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 ASN_PRIVATE_4B = (4200000000, 4294967294)
 
@@ -53,7 +54,15 @@ def parse_prefix(value: object) -> str:
     return str(net.cidr)
 
 
+def check_model(value: object) -> str:
+    if not isinstance(value, str) or not MODEL_RE.match(value):
+        raise ValueError(f"{value!r} is not a valid model name: letters, digits and '._+-', at most 64, "
+                         "no '/' or spaces (it becomes part of file names)")
+    return value
+
+
 Speed = Annotated[int, BeforeValidator(parse_speed)]
+ModelName = Annotated[str, BeforeValidator(check_model)]
 Ratio = Annotated[Fraction, BeforeValidator(parse_ratio)]
 Prefix = Annotated[str, BeforeValidator(parse_prefix)]
 
@@ -91,7 +100,7 @@ class MediaRule(Strict):
 
 
 class Catalog(Strict):
-    switches: dict[str, CatalogSwitch] = Field(default_factory=dict)
+    switches: dict[ModelName, CatalogSwitch] = Field(default_factory=dict)
     media: dict[str, list[MediaRule]] = Field(default_factory=dict)
     orderable_lengths_m: list[float] = Field(default_factory=list)
 
@@ -132,7 +141,7 @@ class NicGroup(Strict):
 
 
 class NodeProfile(Strict):
-    model: str = "DGX-H100"
+    model: ModelName = "DGX-H100"
     gpus: int = Field(8, ge=1, le=16)
     nvswitch: bool = True
     height_u: int = Field(8, ge=1, le=10)
@@ -151,7 +160,7 @@ class NodeProfile(Strict):
 class ReservedSlot(Strict):
     name: str
     role: Literal["ufm"] = "ufm"
-    model: str = "UFM-3.0"
+    model: ModelName = "UFM-3.0"
     su: int = Field(ge=1)
     slot: int = Field(ge=1)
     compute_ports: int = Field(ge=1, le=16)
@@ -174,7 +183,7 @@ class ScalableUnits(Strict):
 
 
 class SwitchChoice(Strict):
-    model: str
+    model: ModelName
 
 
 class ComputeFabric(Strict):
@@ -211,7 +220,7 @@ class OobFabric(Strict):
 
 class Management(Strict):
     servers: int = Field(3, ge=0, le=64)
-    model: str = "mgmt-server"
+    model: ModelName = "mgmt-server"
     height_u: int = Field(1, ge=1, le=4)
 
 
@@ -288,6 +297,11 @@ class Reliability(Strict):
 class Tenant(Strict):
     name: str
     pkey: int = Field(ge=1, le=0x7FFE)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _device_name(v)
 
 
 class ClusterSpec(Strict):
