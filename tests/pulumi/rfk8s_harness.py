@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import runpy
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,9 +75,9 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
         return response
 
 
-def run_program(config: dict) -> Recording:
+def run_program(config: dict, recording: Recording | None = None) -> Recording:
     """Run pulumi/__main__.py with the given stack config (keys without the project prefix)."""
-    recording = Recording()
+    recording = recording if recording is not None else Recording()
     mocks = _Mocks()
     pulumi.runtime.set_mocks(
         mocks, project=PROJECT, stack="test", preview=False, monitor=_RecordingMonitor(mocks, recording)
@@ -92,8 +93,6 @@ def run_program(config: dict) -> Recording:
 
 
 def _config_text(value) -> str:
-    import json
-
     if isinstance(value, str):
         return value
     return json.dumps(value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from functools import cache
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import jsonschema
 import kubernetes_validate
 import yaml
 from kubernetes_validate import utils as kv_utils
+from referencing import Registry, Resource
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = (REPO / ".." / "shared" / "reference").resolve()
@@ -103,7 +105,26 @@ def validate_custom(obj: dict) -> None:
     object_meta_validator().validate(obj.get("metadata", {}))
 
 
+@cache
+def builtin_validator(api_version: str, kind: str) -> jsonschema.Validator:
+    """kubernetes-validate's strict schema for a built-in kind, loaded once (its validate() reloads per call)."""
+    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    schema_dir = f"kubernetes-json-schema/v{_kv_schema_version()}-local-strict"
+    try:
+        schema = kv_utils.schema_contents(f"{schema_dir}/{kind.lower()}-{group_version}.json", KUBERNETES_VERSION)
+    except FileNotFoundError as exc:
+        raise SchemaMissing(f"kubernetes-validate has no schema for {api_version} {kind}") from exc
+    definitions = kv_utils.schema_contents(f"{schema_dir}/_definitions.json", KUBERNETES_VERSION)
+    registry = Resource.from_contents(definitions) @ (Resource.from_contents(schema) @ Registry())
+    return jsonschema.Draft202012Validator(schema, registry=registry)
+
+
 def validate_builtin(obj: dict) -> None:
+    builtin_validator(obj["apiVersion"], obj["kind"]).validate(obj)
+
+
+def validate_builtin_with_library(obj: dict) -> None:
+    """The library's own entry point (slow: reloads schemas per call); used to cross-check the cached path."""
     try:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
     except kv_utils.SchemaNotFoundError as exc:
