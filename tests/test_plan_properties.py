@@ -1,0 +1,220 @@
+"""Properties every plan must have, over generated specs (hypothesis) and the bundled examples."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from pathlib import Path
+
+import netaddr
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import EXAMPLES, example_spec, plan_of, run_cli
+from topology.build import build_plan
+from topology.plan import Plan
+from topology.spec.errors import SpecError
+from topology.spec.loader import validate
+
+ETHERNET = {"400G": ["SN5600", "TH5-128x400G"], "200G": ["SN5600", "SN4700", "TH5-128x400G"],
+            "100G": ["SN4600C", "SN4700"]}
+
+
+@st.composite
+def specs(draw, count: int | None = None) -> dict:
+    fabric = draw(st.sampled_from(["roce", "infiniband"]))
+    rails = draw(st.sampled_from([2, 4, 8]))
+    if fabric == "infiniband":
+        speed, leaf, spine, nos = "400G", "QM9700", "QM9700", "mlnx-os"
+    else:
+        speed = draw(st.sampled_from(sorted(ETHERNET)))
+        leaf = draw(st.sampled_from(ETHERNET[speed]))
+        spine = draw(st.sampled_from(ETHERNET[speed]))
+        nos = draw(st.sampled_from(["sonic", "cumulus"]))
+    sus = count or draw(st.integers(1, 3))
+    spec = {
+        "name": "prop",
+        "node": {"model": "HGX", "gpus": 8, "compute": {"ports": rails, "speed": speed},
+                 "storage": {"ports": 2, "speed": draw(st.sampled_from(["100G", "200G"]))}},
+        "scalable_units": {"count": sus, "max": sus + draw(st.integers(0, 3)),
+                           "nodes_per_su": draw(st.sampled_from([2, 4, 8, 16]))},
+        "compute": {"fabric": fabric, "nos": nos, "leaf": {"model": leaf}, "spine": {"model": spine},
+                    "uplinks": draw(st.sampled_from(["numbered", "unnumbered"]))},
+        "storage": {"leaf": {"model": "SN4700"}, "spine": {"model": "SN4700"},
+                    "attach": draw(st.sampled_from(["mlag", "evpn-mh", "single"])),
+                    "nos": draw(st.sampled_from(["sonic", "cumulus"]))},
+        "oob": {"leaf": {"model": "SN2201"}, "spine": {"model": "SN4600C"}},
+        "management": {"servers": draw(st.integers(0, 3))},
+    }
+    if draw(st.booleans()):
+        spec["scalable_units"]["reserved_slots"] = [
+            {"name": "ufm01", "su": 1, "slot": spec["scalable_units"]["nodes_per_su"], "compute_ports": min(4, rails)}
+        ]
+    return spec
+
+
+def _build(data: dict) -> Plan | None:
+    try:
+        return build_plan(validate(data, {}, "prop"))
+    except SpecError:
+        return None
+
+
+def check_invariants(plan: Plan) -> None:
+    ports = {(d.name, p.name): p for d in plan.devices for p in d.ports}
+    assert len(ports) == sum(len(d.ports) for d in plan.devices), "a device has two ports of the same name"
+    names = [d.name for d in plan.devices]
+    assert len(names) == len(set(names)), "device names must be unique"
+    used = Counter()
+    for link in plan.links:
+        a, b = (link.a.device, link.a.port), (link.b.device, link.b.port)
+        assert a != b and link.a.device != link.b.device, f"{link.id} loops back"
+        assert a in ports and b in ports, f"{link.id} ends on a port that does not exist"
+        assert ports[a].link == link.id and ports[b].link == link.id
+        used[a] += 1
+        used[b] += 1
+    assert max(used.values(), default=1) == 1, "a port is used by two links"
+    labels = [link.id for link in plan.links]
+    assert len(labels) == len(set(labels)), "cable labels must be unique"
+    pools = {p.name: netaddr.IPNetwork(p.prefix) for p in plan.pools}
+    tiers = {link.id: link.tier for link in plan.links}
+    seen: dict[str, set] = {}
+
+    def claim(fabric: str, cidr: str, pool: str) -> None:
+        ip = netaddr.IPNetwork(cidr)
+        assert ip.ip in pools[pool], f"{cidr} is outside pool {pool}"
+        key = str(ip.ip)
+        assert key not in seen.setdefault(fabric, set()), f"{key} assigned twice in {fabric}"
+        seen[fabric].add(key)
+
+    for d in plan.devices:
+        if d.loopback:
+            claim("routing", d.loopback, "loopbacks")
+        if d.mgmt_address:
+            claim("oob", d.mgmt_address, "oob")
+        if d.bmc:
+            claim("oob", d.bmc.address, "oob")
+        for r in d.rails:
+            claim("compute", r.address, "compute_hosts")
+        if d.bond:
+            claim("inband", d.bond.address, "inband")
+        for p in d.ports:
+            if p.address and p.link and tiers[p.link].endswith("spine"):
+                claim("routing", p.address, "p2p")
+    asns = Counter(d.asn for d in plan.devices if d.asn and d.role in ("leaf",))
+    assert max(asns.values(), default=1) == 1, "every compute leaf has its own ASN"
+    for r in plan.devices:
+        for p in r.ports:
+            assert p.speed_mbps > 0
+
+
+def _device_view(d) -> tuple:
+    return (d.role, d.rack, d.u, d.asn, d.loopback, d.mgmt_address, d.su, d.rail, d.group)
+
+
+def check_growth(small: Plan, large: Plan) -> None:
+    big = large.device_index()
+    for d in small.devices:
+        assert d.name in big, f"{d.name} vanished when the cluster grew"
+        g = big[d.name]
+        assert _device_view(d) == _device_view(g), f"{d.name} changed when the cluster grew"
+        gports = {p.name: p for p in g.ports}
+        for p in d.ports:
+            q = gports[p.name]
+            if p.link or p.address:
+                assert (p.address, p.speed_mbps, p.link) == (q.address, q.speed_mbps, q.link), (
+                    f"{d.name} {p.name} was renumbered or recabled")
+        if d.role == "node":
+            assert d.rails == g.rails and d.bond == g.bond and d.bmc == g.bmc
+    big_links = large.link_index()
+    for link in small.links:
+        assert big_links.get(link.id) == link, f"cable {link.id} changed when the cluster grew"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(specs())
+def test_generated_plans_hold_invariants(data: dict) -> None:
+    plan = _build(data)
+    if plan is None:
+        return
+    check_invariants(plan)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(specs(), st.integers(1, 2))
+def test_growth_never_renumbers(data: dict, more: int) -> None:
+    data["scalable_units"]["max"] = data["scalable_units"]["count"] + more
+    small = _build(data)
+    if small is None:
+        return
+    grown = {**data, "scalable_units": {**data["scalable_units"], "count": data["scalable_units"]["count"] + more}}
+    large = _build(grown)
+    assert large is not None, "a spec valid at count must stay valid up to its max"
+    check_invariants(large)
+    check_growth(small, large)
+    assert len(large.links) > len(small.links)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_examples_hold_invariants(name: str) -> None:
+    check_invariants(plan_of(name))
+
+
+def test_example_growth_from_2_to_4_sus() -> None:
+    import yaml
+
+    data = yaml.safe_load(example_spec("roce-a800-4nic").read_text())
+    assert data["scalable_units"]["max"] == 4
+    small = build_plan(validate(data, {}, "x"))
+    data["scalable_units"]["count"] = 4
+    large = build_plan(validate(data, {}, "x"))
+    check_growth(small, large)
+
+
+def _tree_digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_deterministic_across_processes_and_hash_seeds(tmp_path: Path) -> None:
+    spec = str(example_spec("dgx-h100-4su"))
+    run_cli("build", spec, "--out", str(tmp_path / "a"), env={"PYTHONHASHSEED": "1"})
+    run_cli("build", spec, "--out", str(tmp_path / "b"), env={"PYTHONHASHSEED": "4242"})
+    a, b = _tree_digest(tmp_path / "a"), _tree_digest(tmp_path / "b")
+    assert len(a) > 100
+    assert a == b
+
+
+def test_failed_build_leaves_previous_output(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run_cli("build", str(example_spec("roce-a800-4nic")), "--out", str(out))
+    before = _tree_digest(out)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(example_spec("roce-a800-4nic").read_text().replace("nodes_per_su: 16", "nodes_per_su: 99"))
+    proc = run_cli("build", str(bad), "--out", str(out), check=False)
+    assert proc.returncode == 2
+    assert _tree_digest(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.yaml", "out"]
+
+
+def test_interrupted_render_leaves_previous_output(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    import topology.cli as cli
+    from topology.render import Family, families
+
+    out = tmp_path / "out"
+    runner = CliRunner()
+    assert runner.invoke(cli.app, ["build", str(example_spec("roce-a800-4nic")), "--out", str(out)]).exit_code == 0
+    before = _tree_digest(out)
+
+    def explode(plan, output):
+        output.write_text("half-written.txt", "partial")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "families", lambda: [*families(), Family("boom", "fails midway", explode)])
+    result = runner.invoke(cli.app, ["build", str(example_spec("roce-a800-4nic")), "--out", str(out)])
+    assert result.exit_code != 0
+    assert _tree_digest(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
