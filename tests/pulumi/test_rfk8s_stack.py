@@ -8,10 +8,9 @@ from collections import Counter
 
 import pytest
 import rfk8s_plans as plans
-from rfk8s_harness import Recording, run_program
-
 from railforge_k8s.config import ConfigError
 from railforge_k8s.routing import RoutabilityError
+from rfk8s_harness import Recording, run_program
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
 RELEASE = "kubernetes:helm.sh/v3:Release"
