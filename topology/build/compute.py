@@ -126,7 +126,7 @@ def design(ctx: BuildContext) -> ComputeDesign:
         raise ctx.fail("compute.tiers", "rail-plane mode is a 3-tier design (rail spine planes joined by "
                                         "super-spines); use tiers: 3 or auto, or mode: clos for 2 tiers")
     if cf.mode == "clos" and tiers in ("auto", 2):
-        two = two_tier(max_sus * rails, uplinks, spine_ports)
+        two = two_tier(max_sus * rails, uplinks, spine_ports, min_spines=min(2, uplinks))
         if two is None and tiers == 2:
             most = spine_ports // rails
             raise ctx.fail("scalable_units.max" if su.max else "scalable_units.count",

@@ -73,7 +73,7 @@ def three_tier(leaves_per_group: int, groups: int, uplinks: int, spine_ports: in
     if leaves_per_group > down_max:
         return (f"a spine group of {leaves_per_group} leaves needs {leaves_per_group} spine downlinks but a spine "
                 f"offers {down_max} at this oversubscription")
-    spines = smallest_divisor_at_least(uplinks, ceil_div(leaves_per_group * uplinks, down_max))
+    spines = smallest_divisor_at_least(uplinks, max(min(2, uplinks), ceil_div(leaves_per_group * uplinks, down_max)))
     if spines is None:
         return f"no spine count divides the {uplinks} leaf uplinks evenly"
     links = uplinks // spines
