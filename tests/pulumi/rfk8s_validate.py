@@ -247,6 +247,7 @@ def validate_registration(typ: str, custom: bool, inputs: dict) -> None:
     elif typ == "kubernetes:yaml/v2:ConfigFile":
         validate_whereabouts_crd_source(inputs.get("file", ""))
     elif typ.startswith("kubernetes:") and custom:
+        check_type_token(typ, inputs)
         validate_object(inputs)
         if inputs.get("kind") == "NetworkAttachmentDefinition":
             validate_cni_config(inputs["spec"]["config"])
@@ -263,3 +264,13 @@ def validate_whereabouts_crd_source(source: str) -> None:
         raise SchemaMissing(f"ConfigFile {source}: not a pinned whereabouts {WHEREABOUTS_VERSION} CRD")
     if WHEREABOUTS_VERSION not in source:
         raise AssertionError(f"ConfigFile {source}: not the pinned whereabouts version {WHEREABOUTS_VERSION}")
+
+
+def check_type_token(typ: str, inputs: dict) -> None:
+    """The Pulumi type token names the API object: kubernetes:<group>/<version>:<Kind>[Patch]."""
+    _, group_version, kind = typ.split(":")
+    api_version = group_version.removeprefix("core/")
+    if "apiVersion" not in inputs or "kind" not in inputs:
+        raise SchemaMissing(f"{typ}: not a Kubernetes object (no apiVersion/kind)")
+    if (inputs["apiVersion"], inputs["kind"]) != (api_version, kind.removesuffix("Patch")):
+        raise AssertionError(f"{typ}: inputs say {inputs['apiVersion']} {inputs['kind']}")
