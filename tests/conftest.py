@@ -48,9 +48,15 @@ def built(tmp_path_factory):
     return get
 
 
+def tool_path(name: str) -> str | None:
+    """A tool on PATH, or installed in this interpreter's venv."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else shutil.which(name)
+
+
 def require_tool(*tools: str) -> None:
     """Skip off-CI when a system tool or root is missing; under CI=true that is a failure."""
-    missing = [t for t in tools if t != "root" and shutil.which(t) is None]
+    missing = [t for t in tools if t != "root" and tool_path(t) is None]
     if "root" in tools and os.geteuid() != 0:
         missing.append("root")
     if missing:
