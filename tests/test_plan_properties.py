@@ -48,6 +48,9 @@ def specs(draw, count: int | None = None) -> dict:
         "management": {"servers": draw(st.integers(0, 3))},
     }
     if draw(st.booleans()):
+        spec["compute"].update(tiers=3, superspine={"model": spine},
+                               mode=draw(st.sampled_from(["clos", "rail-plane"])))
+    if draw(st.booleans()):
         spec["scalable_units"]["reserved_slots"] = [
             {"name": "ufm01", "su": 1, "slot": spec["scalable_units"]["nodes_per_su"], "compute_ports": min(4, rails)}
         ]
@@ -104,6 +107,12 @@ def check_invariants(plan: Plan) -> None:
                 claim("routing", p.address, "p2p")
     asns = Counter(d.asn for d in plan.devices if d.asn and d.role in ("leaf",))
     assert max(asns.values(), default=1) == 1, "every compute leaf has its own ASN"
+    if plan.cluster.tiers == 3:
+        roles = {d.name: d.role for d in plan.devices}
+        up = Counter(link.a.device for link in plan.links if link.tier == "spine-superspine")
+        spines = [d for d in plan.devices if d.role == "spine"]
+        assert spines and all(up[s.name] > 0 for s in spines), "every spine has super-spine uplinks"
+        assert all(roles[link.b.device] == "superspine" for link in plan.links if link.tier == "spine-superspine")
     for r in plan.devices:
         for p in r.ports:
             assert p.speed_mbps > 0

@@ -86,6 +86,13 @@ def test_16k_rail_plane_example() -> None:
     dev = plan.device_index()
     for (leaf, spine), _ in leaf_to_spine.items():
         assert dev[leaf].rail == dev[spine].rail, "rail-plane: a leaf only meets the spines of its own rail"
+    # spine j of every rail plane meets the 4 super-spines of plane j, 64 uplinks / 4 = 16 links each
+    spine_to_ss = Counter((link.a.device, link.b.device) for link in plan.links if link.tier == "spine-superspine")
+    assert len(spine_to_ss) == 256 * 4 and set(spine_to_ss.values()) == {16}
+    for spine, ss in spine_to_ss:
+        assert dev[ss].plane == f"plane{int(spine.rsplit('spine', 1)[1])}"
+    ss_ports = Counter(link.b.device for link in plan.links if link.tier == "spine-superspine")
+    assert set(ss_ports.values()) == {128}, "non-blocking: every super-spine port is used"
 
 
 def test_roce_4nic_example() -> None:

@@ -236,6 +236,7 @@ def build(ctx: BuildContext, d: ComputeDesign) -> None:
 
     node_link_base = 0
     leaf_link_base = d.leaves_max * d.slots
+    spine_link_base = leaf_link_base + d.leaves_max * d.uplinks
 
     spines: dict[int, Device] = {}
     spine_ports: dict[int, dict[str, list[Port]]] = {}
@@ -259,6 +260,14 @@ def build(ctx: BuildContext, d: ComputeDesign) -> None:
             ctx.add(dev)
             spines[idx] = dev
             spine_ports[idx] = ports
+            if d.three is not None:
+                t = d.three
+                for k in range(t.spine_up):
+                    q, lnk = k % t.superspines_per_plane, k // t.superspines_per_plane
+                    ss, ss_down = superspine_for(j, q)
+                    n = spine_link_base + idx * t.spine_up + k + 1
+                    uplink(n, (dev, ports["up"][k]), (ss, ss_down[g * t.links_spine_superspine + lnk]),
+                           "spine-superspine", None, dev.rail)
         return spines[idx], spine_ports[idx]
 
     def superspine_for(plane: int, q: int) -> tuple[Device, list[Port]]:

@@ -85,9 +85,14 @@ def place(ctx: BuildContext, slots: int, max_counts: dict[tuple[int, str], int],
         for i in range(before, compute_racks):
             positions[("compute", i)] = pos
             pos += 1
-        y = row * lay.row_pitch_m
+        if row:
+            column, line = divmod(row - 1, lay.rows_per_column)
+            x0 = column * (len(positions) * lay.rack_width_m + lay.column_gap_m)
+            y = round((line + 1) * lay.row_pitch_m, 3)
+        else:
+            x0, y = 0.0, 0.0
         for (kind, _), p in sorted(positions.items(), key=lambda kv: kv[1]):
-            racks.append(Rack(names.rack(row, p), row, p, kind, h_rack, round((p - 1) * lay.rack_width_m, 3), y))
+            racks.append(Rack(names.rack(row, p), row, p, kind, h_rack, round(x0 + (p - 1) * lay.rack_width_m, 3), y))
         seen: dict[str, int] = defaultdict(int)
         index_of = {kind: (first, start) for kind, first, start in plan_net}
         for dev in devs:

@@ -229,6 +229,8 @@ class Layout(Strict):
     rack_height_u: int = Field(48, ge=20, le=60)
     rack_width_m: float = Field(0.6, gt=0)
     row_pitch_m: float = Field(3.0, gt=0)
+    rows_per_column: int = Field(16, ge=1, le=1024)
+    column_gap_m: float = Field(3.0, ge=0)
     slack_m: float = Field(1.5, ge=0)
     network_rack_position: Literal["middle", "end"] = "middle"
 

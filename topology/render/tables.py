@@ -1,0 +1,224 @@
+"""Row views of the plan shared by the cabling, IP, NetBox and report families.
+
+Everything here is read from the plan in one pass with dict indices; nothing is re-derived.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from topology.plan import FABRICS, Device, Link, Plan, Pool, Port
+
+FABRIC_ORDER = {f: i for i, f in enumerate(FABRICS)}
+ROLE_ORDER = {r: i for i, r in enumerate(
+    ("superspine", "spine", "leaf", "node", "ufm", "mgmt", "storage-superspine", "storage-spine", "storage-leaf",
+     "oob-superspine", "oob-spine", "oob-leaf"))}
+
+CABLE_COLUMNS = (
+    "cable", "fabric", "tier", "su", "rail",
+    "a_rack", "a_u", "a_device", "a_port", "a_port_label",
+    "b_rack", "b_u", "b_device", "b_port", "b_port_label",
+    "speed", "media", "part", "transceivers", "fibre", "length_m",
+)
+ADDRESS_COLUMNS = ("address", "prefix", "device", "role", "interface", "kind", "pool", "purpose", "fabric", "su",
+                   "rack")
+
+
+def speed_label(mbps: int) -> str:
+    return f"{mbps // 1000}G" if mbps % 1000 == 0 else f"{mbps}M"
+
+
+class PlanIndex:
+    """Name -> device, (device, port) -> port and rack -> order, built once per render."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.devices: dict[str, Device] = {d.name: d for d in plan.devices}
+        self._ports: dict[str, dict[str, Port]] = {}
+        self.rack_order: dict[str, int] = {
+            r.name: i for i, r in enumerate(sorted(plan.racks, key=lambda r: (r.row, r.position, r.name)))}
+
+    def port(self, device: str, port: str) -> Port | None:
+        ports = self._ports.get(device)
+        if ports is None:
+            dev = self.devices.get(device)
+            ports = {p.name: p for p in dev.ports} if dev else {}
+            self._ports[device] = ports
+        return ports.get(port)
+
+    def end_key(self, device: str, port: str) -> tuple:
+        dev = self.devices[device]
+        p = self.port(device, port)
+        return (self.rack_order.get(dev.rack, 1 << 30), -dev.u, device, p.index if p else 0, p.sub if p else 0, port)
+
+    def cable_key(self, link: Link) -> tuple:
+        """Fabric, then the A end's rack, top U first, device and port: the order a technician pulls cables."""
+        return (FABRIC_ORDER.get(link.fabric, 9), *self.end_key(link.a.device, link.a.port), link.id)
+
+    def sorted_links(self) -> list[Link]:
+        return sorted(self.plan.links, key=self.cable_key)
+
+    def cable_row(self, link: Link) -> tuple:
+        a, b = self.devices[link.a.device], self.devices[link.b.device]
+        pa, pb = self.port(a.name, link.a.port), self.port(b.name, link.b.port)
+        return (
+            link.id, link.fabric, link.tier, link.su, link.rail,
+            a.rack, a.u, a.name, link.a.port, pa.label if pa else "",
+            b.rack, b.u, b.name, link.b.port, pb.label if pb else "",
+            speed_label(link.speed_mbps), link.media, link.part or "", link.transceivers, link.fibre or "",
+            link.length_m,
+        )
+
+
+@dataclass(slots=True)
+class AddressRow:
+    address: str
+    prefix: str
+    device: str
+    role: str
+    interface: str
+    kind: str
+    fabric: str
+    su: int | None
+    rack: str
+
+
+def _network(cidr: str) -> str:
+    addr, _, plen = cidr.partition("/")
+    n = _v4(addr)
+    if n is None or not plen:
+        return str(ipaddress.ip_interface(cidr).network)
+    bits = int(plen)
+    n &= (0xFFFFFFFF << (32 - bits)) & 0xFFFFFFFF
+    return f"{n >> 24}.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}/{bits}"
+
+
+def _with_len(address: str, prefix: str) -> str:
+    return f"{address}/{prefix.rsplit('/', 1)[1]}"
+
+
+def device_addresses(dev: Device) -> Iterator[tuple[str, str, str, str]]:
+    """(address/len, subnet, interface, kind) of one device, each address once."""
+    seen: set[str] = set()
+
+    def emit(cidr: str | None, interface: str, kind: str, subnet: str | None = None):
+        if cidr and cidr not in seen:
+            seen.add(cidr)
+            yield cidr, subnet or _network(cidr), interface, kind
+
+    if dev.loopback:
+        yield from emit(dev.loopback, "lo", "loopback")
+    for p in dev.ports:
+        if p.address:
+            kind = ("bmc" if dev.bmc and p.address == dev.bmc.address
+                    else "mgmt" if p.address == dev.mgmt_address
+                    else "rail" if dev.role == "node" else "p2p" if dev.loopback else "interface")
+            yield from emit(p.address, p.name, kind)
+    for hs in dev.host_subnets:
+        vlan_if = f"vlan{hs.vlan}"
+        if hs.address:
+            yield from emit(hs.address, vlan_if, "svi", hs.prefix)
+            yield from emit(_with_len(hs.gateway, hs.prefix), vlan_if, "anycast-gateway", hs.prefix)
+        else:
+            yield from emit(_with_len(hs.gateway, hs.prefix), vlan_if, "gateway", hs.prefix)
+    if dev.bond:
+        yield from emit(dev.bond.address, dev.bond.name, "bond")
+        if dev.bond.storage_vlan:
+            v = dev.bond.storage_vlan
+            yield from emit(v.address, f"{dev.bond.name}.{v.id}", "storage-vlan")
+    if dev.mgmt_address:
+        yield from emit(dev.mgmt_address, "mgmt0", "mgmt")
+    if dev.bmc:
+        yield from emit(dev.bmc.address, "bmc", "bmc")
+
+
+def address_rows(plan: Plan) -> Iterator[AddressRow]:
+    for dev in plan.devices:
+        for cidr, subnet, interface, kind in device_addresses(dev):
+            yield AddressRow(cidr, subnet, dev.name, dev.role, interface, kind, dev.fabric, dev.su, dev.rack)
+
+
+def _v4(addr: str) -> int | None:
+    parts = addr.split("/", 1)[0].split(".")
+    if len(parts) != 4:
+        return None
+    a, b, c, d = (int(x) for x in parts)
+    return (a << 24) | (b << 16) | (c << 8) | d
+
+
+class PoolMatcher:
+    """Which plan pool an address falls in (IPv4 integer ranges; the pools are few)."""
+
+    def __init__(self, pools: list[Pool]):
+        self.ranges: list[tuple[int, int, Pool]] = []
+        self.v6: list[tuple[ipaddress.IPv6Network, Pool]] = []
+        for p in pools:
+            net = ipaddress.ip_network(p.prefix)
+            if net.version == 4:
+                self.ranges.append((int(net.network_address), int(net.broadcast_address), p))
+            else:
+                self.v6.append((net, p))
+        self.ranges.sort(key=lambda r: r[1] - r[0])
+
+    def pool_of(self, address: str) -> Pool | None:
+        n = _v4(address)
+        if n is None:
+            ip = ipaddress.ip_interface(address).ip
+            return next((p for net, p in self.v6 if ip in net), None)
+        for lo, hi, p in self.ranges:
+            if lo <= n <= hi:
+                return p
+        return None
+
+
+@dataclass(slots=True)
+class PoolUse:
+    name: str
+    kind: str
+    range: str
+    fabric: str
+    purpose: str
+    size: int
+    allocated: int
+    assigned: int
+
+    @property
+    def free(self) -> int:
+        return self.size - self.allocated
+
+    @property
+    def allocated_pct(self) -> float:
+        return 100.0 * self.allocated / self.size if self.size else 0.0
+
+
+POOL_COLUMNS = ("pool", "kind", "range", "fabric", "purpose", "size", "allocated", "assigned", "free", "allocated_pct")
+
+
+def pool_usage(plan: Plan, rows: list[AddressRow] | None = None) -> list[PoolUse]:
+    """Address pools: size and allocated from the plan, assigned = distinct addresses counted on devices.
+    ASN pools: size from the range, allocated from the plan, assigned = distinct ASNs on devices."""
+    matcher = PoolMatcher(plan.pools)
+    assigned: dict[str, set[str]] = {p.name: set() for p in plan.pools}
+    for r in rows if rows is not None else address_rows(plan):
+        p = matcher.pool_of(r.address)
+        if p is not None:
+            assigned[p.name].add(r.address.split("/", 1)[0])
+    out = [PoolUse(p.name, "ipv4" if ":" not in p.prefix else "ipv6", p.prefix, p.fabric, p.purpose, p.size, p.used,
+                   len(assigned[p.name])) for p in plan.pools]
+    asns: dict[str, set[int]] = {a.name: set() for a in plan.asn_pools}
+    for d in plan.devices:
+        if d.asn is not None:
+            for a in plan.asn_pools:
+                if a.first <= d.asn <= a.last:
+                    asns[a.name].add(d.asn)
+    for a in plan.asn_pools:
+        out.append(PoolUse(f"asn-{a.name}", "asn", f"{a.first}-{a.last}", a.name, a.purpose, a.last - a.first + 1,
+                           a.used, len(asns[a.name])))
+    return out
+
+
+def pool_row(u: PoolUse) -> tuple:
+    return (u.name, u.kind, u.range, u.fabric, u.purpose, u.size, u.allocated, u.assigned, u.free,
+            round(u.allocated_pct, 2))
