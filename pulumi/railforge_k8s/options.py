@@ -9,8 +9,6 @@ from __future__ import annotations
 import pulumi
 
 
-def child_options(
-    parent: pulumi.Resource, opts: pulumi.ResourceOptions | None, *extra
-) -> pulumi.ResourceOptions:
+def child_options(parent: pulumi.Resource, opts: pulumi.ResourceOptions | None, *extra) -> pulumi.ResourceOptions:
     inherited = list(opts.depends_on or []) if opts is not None else []
     return pulumi.ResourceOptions(parent=parent, depends_on=[*inherited, *extra])

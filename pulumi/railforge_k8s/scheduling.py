@@ -41,9 +41,7 @@ def hypernode_specs(cluster: str, nodes: tuple[NodeTopology, ...]) -> list[Hyper
             name=names.dns_name("leaf", leaf),
             tier=1,
             tier_name="leaf-group",
-            members=(
-                {"type": "Node", "selector": {"labelMatch": {"matchLabels": {names.LEAF_GROUP_LABEL: leaf}}}},
-            ),
+            members=({"type": "Node", "selector": {"labelMatch": {"matchLabels": {names.LEAF_GROUP_LABEL: leaf}}}},),
         )
         for leaf in sorted(leaf_groups)
     ]

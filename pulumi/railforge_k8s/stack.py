@@ -56,9 +56,7 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
     result = Deployment(mode=mode, network_operator=operator, nic_cluster_policy=policy)
     result.rdma_resources = policy.resource_names
     if specs:
-        result.whereabouts = Whereabouts(
-            "whereabouts", WhereaboutsArgs(config.versions, image_pull_secrets=secrets)
-        )
+        result.whereabouts = Whereabouts("whereabouts", WhereaboutsArgs(config.versions, image_pull_secrets=secrets))
         result.attachments = RailAttachments(
             "rail-attachments",
             RailAttachmentsArgs(config.workload_namespace, tuple(specs)),

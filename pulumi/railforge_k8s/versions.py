@@ -36,9 +36,7 @@ WHEREABOUTS_VERSION = "v0.9.4"
 def _default_images() -> dict[str, Image]:
     return {
         "networkOperator": Image("nvcr.io/nvidia/cloud-native", "network-operator", "v26.4.1"),
-        "networkOperatorInitContainer": Image(
-            MELLANOX, "network-operator-init-container", NETWORK_OPERATOR_TAG
-        ),
+        "networkOperatorInitContainer": Image(MELLANOX, "network-operator-init-container", NETWORK_OPERATOR_TAG),
         "nodeFeatureDiscovery": Image(MELLANOX, "node-feature-discovery", NETWORK_OPERATOR_TAG),
         "rdmaSharedDevicePlugin": Image(MELLANOX, "k8s-rdma-shared-dev-plugin", NETWORK_OPERATOR_TAG),
         "multus": Image(MELLANOX, "multus-cni", NETWORK_OPERATOR_TAG),
