@@ -33,17 +33,13 @@ class PrefixPool:
     spec_field: str
     used: int = 0
     _net: netaddr.IPNetwork = field(init=False, repr=False)
+    first: int = field(init=False)
+    size: int = field(init=False)
 
     def __post_init__(self) -> None:
         self._net = netaddr.IPNetwork(self.prefix)
-
-    @property
-    def first(self) -> int:
-        return int(self._net.first)
-
-    @property
-    def size(self) -> int:
-        return self._net.size
+        self.first = int(self._net.first)
+        self.size = int(self._net.size)
 
     def require(self, blocks: int, block_len: int, what: str) -> None:
         """Fail early when `blocks` blocks of /block_len (sized for the design maximum) do not fit."""

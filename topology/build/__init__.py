@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from topology.build import compute, layout, oob, storage
 from topology.build.context import BuildContext
 from topology.ipam import AsnRange, PoolExhausted, PrefixPool, check_overlaps
@@ -25,10 +27,15 @@ FABRIC_ORDER = {"compute": 0, "storage": 1, "oob": 2}
 
 def build_plan(spec: ClusterSpec, lines: LineMap | None = None, source: str | None = None) -> Plan:
     ctx = BuildContext(spec, merged_catalog(spec), lines or {}, source)
+    collecting = gc.isenabled()
+    gc.disable()  # the plan is millions of small acyclic objects: generational GC passes only cost time
     try:
         return _build(ctx)
     except PoolExhausted as exc:
         raise ctx.fail(f"addressing.{exc.pool}", str(exc)) from None
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _build(ctx: BuildContext) -> Plan:

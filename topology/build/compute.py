@@ -304,6 +304,7 @@ def build(ctx: BuildContext, d: ComputeDesign) -> None:
 
     for su in range(1, d.sus + 1):
         leaves: list[tuple[Device, dict[str, list[Port]]]] = []
+        leaf_start: dict[int, int] = {}
         for rail in range(d.rails):
             leaf_idx = (su - 1) * d.rails + rail
             g, pos = d.group_of(su, rail)
@@ -316,6 +317,7 @@ def build(ctx: BuildContext, d: ComputeDesign) -> None:
                 dev.loopback = f"{int_to_ip(loop.first + leaf_idx)}/32"
                 loop.take(1)
                 start, _ = hosts.block(leaf_idx, d.host_block_len)
+                leaf_start[rail] = start
                 used_down = [p.name for s, p in enumerate(ports["down"])
                              if (su, s + 1) not in reserved or reserved[(su, s + 1)].compute_ports > rail]
                 dev.host_subnets.append(HostSubnet(HOST_VLAN, f"{int_to_ip(start)}/{d.host_block_len}",
@@ -363,7 +365,7 @@ def build(ctx: BuildContext, d: ComputeDesign) -> None:
                 label = names.cable("CMP", n)
                 ctx.connect(label, "compute", "node-leaf", (node, node.ports[k]), (leaf_dev, leaf_port), su, k)
                 if d.ethernet:
-                    start = _ip_int(leaf_dev.host_subnets[0].prefix)
+                    start = leaf_start[k]
                     address = f"{int_to_ip(start + 1 + slot)}/{d.host_block_len}"
                     gateway = int_to_ip(start + 1)
                 else:

@@ -22,7 +22,6 @@ class BuildContext:
     asns: dict[str, AsnRange] = field(default_factory=dict)
     devices: list[Device] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
-    ports: dict[tuple[str, str], Port] = field(default_factory=dict)
     layouts: dict[tuple, PortLayout] = field(default_factory=dict)
 
     def fail(self, field_path: str, message: str) -> SpecError:
@@ -61,8 +60,6 @@ class BuildContext:
 
     def add(self, device: Device) -> Device:
         self.devices.append(device)
-        for p in device.ports:
-            self.ports[(device.name, p.name)] = p
         return device
 
     def connect(self, link_id: str, fabric: str, tier: str, a: tuple[Device, Port], b: tuple[Device, Port],

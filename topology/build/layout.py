@@ -7,6 +7,7 @@ so positions never move when the cluster grows.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 
@@ -147,9 +148,8 @@ def measure(ctx: BuildContext, racks: list[Rack]) -> None:
         else:
             raw = (abs(ra.x_m - rb.x_m) + abs(ra.y_m - rb.y_m) + (ra.height_u - a.u) * U_M
                    + (rb.height_u - b.u) * U_M + slack)
-        length = next((x for x in lengths if x >= raw - 1e-9), None)
-        if length is None:
-            length = math.ceil(raw)
+        i = bisect.bisect_left(lengths, raw - 1e-9)
+        length = lengths[i] if i < len(lengths) else math.ceil(raw)
         rules = rules_cache.get(link.speed_mbps)
         if rules is None:
             rules = rules_cache[link.speed_mbps] = media_rules(ctx.catalog, link.speed_mbps)

@@ -120,7 +120,6 @@ def _mgmt_port(ctx: BuildContext, dev: Device) -> Port:
             return p
     port = Port(name, "MGMT" if name != "bmc" else "BMC", 999, 0, 1000, "", [])
     dev.ports.append(port)
-    ctx.ports[(dev.name, name)] = port
     return port
 
 

@@ -52,16 +52,15 @@ class PortLayout:
                 if s.group == g and s.index not in used_cages:
                     self.unused.append((*port_name(nos, s), s))
 
+        self._args = {
+            purpose: [(name, label, s.index, s.sub, s.speed_mbps, f"{s.split}x{format_speed(s.speed_mbps)}",
+                       list(s.lanes)) for name, label, s in entries]
+            for purpose, entries in (*self.slots.items(), ("unused", self.unused))
+        }
+
     def ports(self) -> dict[str, list[Port]]:
-        """Fresh Port objects: one list per purpose plus 'unused'."""
-        out: dict[str, list[Port]] = {}
-        for purpose, entries in (*self.slots.items(), ("unused", self.unused)):
-            out[purpose] = [
-                Port(name, label, s.index, s.sub, s.speed_mbps, f"{s.split}x{format_speed(s.speed_mbps)}",
-                     list(s.lanes))
-                for name, label, s in entries
-            ]
-        return out
+        """Fresh Port objects (lanes lists are shared and never mutated): one list per purpose plus 'unused'."""
+        return {purpose: [Port(*a) for a in args] for purpose, args in self._args.items()}
 
 
 def capacity(switch: CatalogSwitch, speed: int) -> int:

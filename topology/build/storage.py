@@ -172,7 +172,6 @@ def build(ctx: BuildContext, d: StorageDesign, sus: int, slots: int, loop_base: 
                     leaf_port = leaf_ports["down"][port_i]
                     hp = Port(ifnames[k], f"STOR{k}", 100 + k, 0, d.node_speed, "", [])
                     host.ports.append(hp)
-                    ctx.ports[(host.name, hp.name)] = hp
                     leaf_idx = _leaf_index(d, unit, pair, side)
                     n = leaf_idx * d.leaf_down + port_i + 1
                     label = names.cable("STO", n)

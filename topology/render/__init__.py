@@ -17,10 +17,13 @@ class Family:
 
 
 def families() -> list[Family]:
-    from topology.render import inventory, plan_json
+    from topology.render import bom, cabling, inventory, ipplan, plan_json
 
     return [
         Family("plan", "plan.json, the contract every other artifact reads", plan_json.render),
         Family("inventory", "Ansible inventory (hosts.yml, host_vars, group_vars) and a Kubespray export",
                inventory.render),
+        Family("cabling", "cabling.xlsx, cabling.csv and per-rack pull sheets", cabling.render),
+        Family("ipplan", "ipplan.csv, ipplan-pools.csv (headroom per pool) and asnplan.csv", ipplan.render),
+        Family("bom", "bom.csv: switches, hosts, transceivers, cables, fibre, NIC ports", bom.render),
     ]

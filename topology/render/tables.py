@@ -196,17 +196,25 @@ class PoolUse:
 POOL_COLUMNS = ("pool", "kind", "range", "fabric", "purpose", "size", "allocated", "assigned", "free", "allocated_pct")
 
 
-def pool_usage(plan: Plan, rows: list[AddressRow] | None = None) -> list[PoolUse]:
-    """Address pools: size and allocated from the plan, assigned = distinct addresses counted on devices.
-    ASN pools: size from the range, allocated from the plan, assigned = distinct ASNs on devices."""
+def address_table(plan: Plan) -> tuple[list[tuple], list[PoolUse]]:
+    """Every assigned address as an ADDRESS_COLUMNS row, and the pool utilisation it implies."""
     matcher = PoolMatcher(plan.pools)
     assigned: dict[str, set[str]] = {p.name: set() for p in plan.pools}
-    for r in rows if rows is not None else address_rows(plan):
+    rows = []
+    for r in address_rows(plan):
         p = matcher.pool_of(r.address)
         if p is not None:
             assigned[p.name].add(r.address.split("/", 1)[0])
+        rows.append((r.address, r.prefix, r.device, r.role, r.interface, r.kind, p.name if p else "",
+                     p.purpose if p else "", r.fabric, r.su, r.rack))
+    return rows, pool_usage(plan, {k: len(v) for k, v in assigned.items()})
+
+
+def pool_usage(plan: Plan, assigned: dict[str, int]) -> list[PoolUse]:
+    """Address pools: size and allocated from the plan, assigned = distinct addresses counted on devices.
+    ASN pools: size from the range, allocated from the plan, assigned = distinct ASNs on devices."""
     out = [PoolUse(p.name, "ipv4" if ":" not in p.prefix else "ipv6", p.prefix, p.fabric, p.purpose, p.size, p.used,
-                   len(assigned[p.name])) for p in plan.pools]
+                   assigned.get(p.name, 0)) for p in plan.pools]
     asns: dict[str, set[int]] = {a.name: set() for a in plan.asn_pools}
     for d in plan.devices:
         if d.asn is not None:

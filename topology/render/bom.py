@@ -1,0 +1,85 @@
+"""Bill of materials: switches by model and role, hosts, transceivers per end, cables by media and length,
+fibre length and NIC ports, as quantities a purchasing team can order from."""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from topology.output import Output
+from topology.plan import SWITCH_ROLES, Plan
+from topology.render.tables import speed_label
+
+BOM_COLUMNS = ("category", "item", "part", "speed", "length_m", "quantity", "unit", "note")
+
+
+@dataclass(slots=True)
+class Bom:
+    rows: list[tuple]
+    optical_modules: int
+    transceivers: int
+    aoc_cables: int
+    cables: int
+    fibre_m: float
+
+
+def is_aoc(media: str) -> bool:
+    return "AOC" in media
+
+
+def bill_of_materials(plan: Plan) -> Bom:
+    rows: list[tuple] = []
+    switches = Counter((d.model, d.role) for d in plan.devices if d.role in SWITCH_ROLES)
+    for (model, role), n in sorted(switches.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        rows.append(("switch", role, model, "", "", n, "pcs", ""))
+    hosts = Counter((d.model, d.role) for d in plan.devices if d.role not in SWITCH_ROLES)
+    for (model, role), n in sorted(hosts.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        gpus = f"{n * plan.cluster.gpus_per_node} GPUs" if role == "node" else ""
+        rows.append(("host", role, model, "", "", n, "pcs", gpus))
+
+    xcvr: Counter = Counter()
+    cables: Counter = Counter()
+    fibre: dict[str, float] = defaultdict(float)
+    fibre_cords: Counter = Counter()
+    aoc = 0
+    for link in plan.links:
+        speed = speed_label(link.speed_mbps)
+        if link.transceivers:
+            xcvr[(link.media, link.part or "", speed)] += link.transceivers
+            fibre_cords[(link.fibre or "fibre", speed, link.length_m)] += 1
+            fibre[link.fibre or "fibre"] += link.length_m
+        else:
+            cables[(link.media, link.part or "", speed, link.length_m)] += 1
+            if is_aoc(link.media):
+                aoc += 1
+    for (media, part, speed), n in sorted(xcvr.items()):
+        rows.append(("transceiver", media, part, speed, "", n, "pcs", "counted per cable end"))
+    for (media, part, speed, length), n in sorted(cables.items()):
+        rows.append(("cable", media, part, speed, length, n, "pcs", ""))
+    for (kind, speed, length), n in sorted(fibre_cords.items()):
+        rows.append(("fibre patch cord", kind, "", speed, length, n, "pcs", "between two transceivers"))
+    for kind, metres in sorted(fibre.items()):
+        rows.append(("fibre total", kind, "", "", "", round(metres, 1), "m", ""))
+
+    fabric_of = {link.id: link.fabric for link in plan.links}
+    nic_ports: Counter = Counter()
+    for d in plan.devices:
+        if d.role in SWITCH_ROLES:
+            continue
+        for p in d.ports:
+            if p.link in fabric_of:
+                nic_ports[(d.role, fabric_of[p.link], p.speed_mbps)] += 1
+    for (role, fabric, mbps), n in sorted(nic_ports.items()):
+        rows.append(("nic port", f"{role} {fabric}", "", speed_label(mbps), "", n, "ports",
+                     "BMC" if fabric == "oob" else ""))
+    n_xcvr = sum(xcvr.values())
+    return Bom(rows, n_xcvr + 2 * aoc, n_xcvr, aoc, len(plan.links), round(sum(fibre.values()), 1))
+
+
+def render(plan: Plan, out: Output) -> None:
+    bom = bill_of_materials(plan)
+    with out.open("bom.csv") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(BOM_COLUMNS)
+        w.writerows(bom.rows)

@@ -1,0 +1,29 @@
+"""The IP and ASN plan: ipplan.csv (every assigned address), ipplan-pools.csv (headroom per pool) and
+asnplan.csv (every ASN with its device)."""
+
+from __future__ import annotations
+
+import csv
+
+from topology.output import Output
+from topology.plan import Plan
+from topology.render.tables import ADDRESS_COLUMNS, POOL_COLUMNS, address_table, pool_row
+
+ASN_COLUMNS = ("asn", "device", "role", "fabric", "group", "su", "rail")
+
+
+def render(plan: Plan, out: Output) -> None:
+    rows, usage = address_table(plan)
+    with out.open("ipplan.csv") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(ADDRESS_COLUMNS)
+        w.writerows(rows)
+    with out.open("ipplan-pools.csv") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(POOL_COLUMNS)
+        w.writerows(pool_row(u) for u in usage)
+    with out.open("asnplan.csv") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(ASN_COLUMNS)
+        w.writerows((d.asn, d.name, d.role, d.fabric, d.group, d.su, d.rail)
+                    for d in sorted((d for d in plan.devices if d.asn is not None), key=lambda d: (d.asn, d.name)))
