@@ -76,7 +76,10 @@ def config_from_mapping(values: dict) -> StackConfig:
     mode = values.get("rdmaMode")
     if mode is not None and mode not in RDMA_MODES:
         raise ConfigError(f"rdmaMode {mode!r}: choose one of {', '.join(RDMA_MODES)}")
-    hca_max = int(values.get("rdmaHcaMax", 63))
+    try:
+        hca_max = int(values.get("rdmaHcaMax", 63))
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"rdmaHcaMax must be an integer, got {values.get('rdmaHcaMax')!r}") from exc
     if hca_max < 1:
         raise ConfigError(f"rdmaHcaMax must be at least 1, got {hca_max}")
     try:

@@ -98,6 +98,7 @@ def test_component_version_override():
         ({"plan": "p", "rdmamode": "host"}, "unknown config keys"),
         ({"plan": "p", "rdmaMode": "sriov"}, "rdmaMode 'sriov'"),
         ({"plan": "p", "rdmaHcaMax": 0}, "rdmaHcaMax"),
+        ({"plan": "p", "rdmaHcaMax": "many"}, "rdmaHcaMax must be an integer"),
         ({"plan": "p", "volcano": "yes"}, "volcano"),
         ({"plan": "p", "images": {"multuss": {"version": "x"}}}, "images.multuss"),
         ({"plan": "p", "images": {"multus": {"tag": "x"}}}, "images.multus"),
