@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 from functools import cache
 from pathlib import Path
@@ -20,7 +21,8 @@ from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 
 REPO = Path(__file__).resolve().parents[2]
-REFERENCE = (REPO / ".." / "shared" / "reference").resolve()
+# The pinned upstream CRDs beside the repository (../shared/reference); RAILFORGE_REFERENCE_DIR overrides.
+REFERENCE = Path(os.environ.get("RAILFORGE_REFERENCE_DIR", REPO / ".." / "shared" / "reference")).resolve()
 TESTS = Path(__file__).resolve().parent
 KUBERNETES_VERSION = "1.34"
 WHEREABOUTS_VERSION = "v0.9.4"
