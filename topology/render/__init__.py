@@ -17,7 +17,7 @@ class Family:
 
 
 def families() -> list[Family]:
-    from topology.render import bom, cabling, inventory, ipplan, plan_json
+    from topology.render import bom, cabling, inventory, ipplan, plan_json, sonic
 
     return [
         Family("plan", "plan.json, the contract every other artifact reads", plan_json.render),
@@ -26,4 +26,5 @@ def families() -> list[Family]:
         Family("cabling", "cabling.xlsx, cabling.csv and per-rack pull sheets", cabling.render),
         Family("ipplan", "ipplan.csv, ipplan-pools.csv (headroom per pool) and asnplan.csv", ipplan.render),
         Family("bom", "bom.csv: switches, hosts, transceivers, cables, fibre, NIC ports", bom.render),
+        Family("sonic", "SONiC config_db.json and FRR frr.conf per SONiC switch", sonic.render),
     ]

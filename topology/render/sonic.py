@@ -1,0 +1,215 @@
+"""SONiC: `configs/<switch>/config_db.json` and `configs/<switch>/frr.conf` for every SONiC switch.
+
+config_db.json is meant to be merged onto the switch's factory configuration (`config load` or
+`sonic-cfggen -j config_db.json --write-to-db`): platform, hwsku and base MAC stay the device's own.
+Buffers use SONiC's dynamic buffer model: lossless priority groups are declared with profile
+"NULL" so buffermgrd sizes their headroom from port speed and the planned cable length
+(CABLE_LENGTH); pool and lossy profile sizes are ASIC-specific and come from the platform's
+defaults (`config qos reload`), which is why BUFFER_POOL and BUFFER_PROFILE are not written here.
+
+Routing is FRR in `docker_routing_config_mode: split-unified`: SONiC renders no routing config
+and FRR reads the one frr.conf written here (plain `split` would expect bgpd.conf/zebra.conf).
+frr.conf carries no interface addresses: on SONiC they come from config_db.json (INTERFACE,
+LOOPBACK_INTERFACE, VLAN_INTERFACE), and anything else that runs it (the lab) applies the same
+addresses from the switch model.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import jinja2
+import orjson
+
+from topology.output import Output
+from topology.plan import Plan
+from topology.render.switch_model import PEERLINK_VLAN, SwitchConfig, build_models, rank
+
+QOS_MAP = "RAILFORGE"
+WRED_LOSSLESS = "RAILFORGE_LOSSLESS"
+SAG_MAC = "00:00:5e:00:01:01"
+PEERLINK_PORTCHANNEL = f"PortChannel{PEERLINK_VLAN}"
+DEVICE_TYPES = {
+    ("compute", 1): "BackEndToRRouter", ("compute", 2): "BackEndLeafRouter", ("compute", 3): "SpineRouter",
+    ("storage", 1): "ToRRouter", ("storage", 2): "LeafRouter", ("storage", 3): "SpineRouter",
+    ("oob", 1): "MgmtToRRouter", ("oob", 2): "MgmtLeafRouter", ("oob", 3): "MgmtSpineRouter",
+}
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates" / "sonic"),
+    undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+)
+
+
+def device_type(sw: SwitchConfig) -> str:
+    return DEVICE_TYPES[(sw.fabric, sw.tier)]
+
+
+def _alias(i) -> str:
+    split = int(i.breakout.split("x")[0]) if "x" in i.breakout else 1
+    return f"etp{i.index + 1}" + ("abcdefgh"[i.sub] if split > 1 else "")
+
+
+def _ports(sw: SwitchConfig) -> tuple[dict, dict]:
+    port, breakout = {}, {}
+    for i in sw.interfaces:
+        if i.role == "mgmt" or not i.lanes:
+            continue
+        entry = {"admin_status": "up" if i.enabled else "down", "alias": _alias(i), "index": str(i.index + 1),
+                 "lanes": ",".join(str(x) for x in i.lanes), "mtu": str(i.mtu), "speed": str(i.speed_mbps)}
+        if i.description:
+            entry["description"] = i.description
+        port[i.name] = entry
+        if i.sub == 0 and i.breakout:
+            breakout[i.name] = {"brkout_mode": i.breakout}
+    return port, breakout
+
+
+def _bonds(sw: SwitchConfig) -> dict[str, str]:
+    """Host-facing member port -> PortChannel for leaf pairs."""
+    if sw.pair is None:
+        return {}
+    return {b.member: f"PortChannel{b.id}" for b in sw.pair.bonds}
+
+
+def _l2(sw: SwitchConfig, db: dict) -> None:
+    bonds = _bonds(sw)
+    vlan, member, svi = {}, {}, {}
+    for n, v in enumerate(sw.host_vlans):
+        name = f"Vlan{v.vlan}"
+        vlan[name] = {"vlanid": str(v.vlan), "mtu": str(sw.mtu)}
+        for p in v.members:
+            member[f"{name}|{bonds.get(p, p)}"] = {"tagging_mode": "untagged" if n == 0 else "tagged"}
+        svi[name] = {"static_anycast_gateway": "true"} if sw.pair is not None else {}
+        svi[f"{name}|{v.address or v.gateway + '/' + v.prefix.split('/')[1]}"] = {}
+        if v.address:
+            svi[f"{name}|{v.gateway}/{v.prefix.split('/')[1]}"] = {}
+    if sw.pair is not None:
+        pcs = {pc: {"admin_status": "up", "lacp_key": "auto", "min_links": "1", "mtu": str(sw.mtu)}
+               for pc in bonds.values()}
+        pc_members = {f"{pc}|{m}": {} for m, pc in bonds.items()}
+        if sw.pair.mode == "mlag":
+            pcs[PEERLINK_PORTCHANNEL] = {"admin_status": "up", "lacp_key": "auto", "min_links": "1",
+                                         "mtu": str(sw.mtu)}
+            pc_members.update({f"{PEERLINK_PORTCHANNEL}|{p}": {} for p in sw.pair.peerlinks})
+            for name in vlan:
+                member[f"{name}|{PEERLINK_PORTCHANNEL}"] = {"tagging_mode": "tagged"}
+            db["MCLAG_DOMAIN"] = {"1": {"source_ip": sw.router_id, "peer_ip": (sw.pair.peer_loopback or "")
+                                        .split("/")[0], "peer_link": PEERLINK_PORTCHANNEL}}
+            db["MCLAG_INTERFACE"] = {f"1|{pc}": {"if_type": "PortChannel"} for pc in sorted(set(bonds.values()))}
+        else:
+            db["VXLAN_TUNNEL"] = {"vtep": {"src_ip": sw.router_id}}
+            db["VXLAN_EVPN_NVO"] = {"nvo": {"source_vtep": "vtep"}}
+            db["VXLAN_TUNNEL_MAP"] = {f"vtep|map_{v.vni}_Vlan{v.vlan}": {"vlan": f"Vlan{v.vlan}", "vni": str(v.vni)}
+                                      for v in sw.host_vlans}
+        db["SAG"] = {"GLOBAL": {"gateway_mac": SAG_MAC}}
+        db["PORTCHANNEL"] = pcs
+        db["PORTCHANNEL_MEMBER"] = pc_members
+    if vlan:
+        db["VLAN"], db["VLAN_MEMBER"], db["VLAN_INTERFACE"] = vlan, member, svi
+
+
+def _qos(sw: SwitchConfig, db: dict) -> None:
+    q = sw.qos
+    lossless, cnp = str(q.lossless_priority), str(q.cnp_priority)
+    active = [i for i in sw.interfaces if i.enabled and i.role in ("uplink", "downlink", "host")]
+    dscp = {str(d): "0" for d in range(64)}
+    dscp[str(q.roce_dscp)], dscp[str(q.cnp_dscp)] = lossless, cnp
+    identity = {str(t): str(t) for t in range(8)}
+    db["DSCP_TO_TC_MAP"] = {QOS_MAP: dscp}
+    db["TC_TO_PRIORITY_GROUP_MAP"] = {QOS_MAP: {str(t): (str(t) if str(t) == lossless else "0") for t in range(8)}}
+    db["TC_TO_QUEUE_MAP"] = {QOS_MAP: identity}
+    db["MAP_PFC_PRIORITY_TO_QUEUE"] = {QOS_MAP: dict(identity)}
+    qos_map = {"global": {"dscp_to_tc_map": QOS_MAP}}
+    for i in active:
+        qos_map[i.name] = {"dscp_to_tc_map": QOS_MAP, "tc_to_queue_map": QOS_MAP, "tc_to_pg_map": QOS_MAP,
+                           "pfc_to_queue_map": QOS_MAP, "pfc_enable": lossless, "pfcwd_sw_enable": lossless}
+    db["PORT_QOS_MAP"] = qos_map
+    th_min, th_max, prob = str(q.ecn_min_threshold_bytes), str(q.ecn_max_threshold_bytes), str(q.ecn_probability)
+    db["WRED_PROFILE"] = {WRED_LOSSLESS: {
+        "ecn": "ecn_all", "wred_green_enable": "true", "wred_yellow_enable": "true", "wred_red_enable": "true",
+        **{f"{c}_min_threshold": th_min for c in ("green", "yellow", "red")},
+        **{f"{c}_max_threshold": th_max for c in ("green", "yellow", "red")},
+        **{f"{c}_drop_probability": prob for c in ("green", "yellow", "red")},
+    }}
+    db["SCHEDULER"] = {"scheduler.lossy": {"type": "DWRR", "weight": "50"},
+                       "scheduler.lossless": {"type": "DWRR", "weight": "50"},
+                       "scheduler.cnp": {"type": "STRICT"}}
+    queue, buffer_pg, buffer_queue, cable = {}, {}, {}, {}
+    for i in active:
+        for t in range(8):
+            if str(t) == lossless:
+                queue[f"{i.name}|{t}"] = {"scheduler": "scheduler.lossless", "wred_profile": WRED_LOSSLESS}
+                buffer_queue[f"{i.name}|{t}"] = {"profile": "egress_lossless_profile"}
+            else:
+                queue[f"{i.name}|{t}"] = {"scheduler": "scheduler.cnp" if str(t) == cnp else "scheduler.lossy"}
+                buffer_queue[f"{i.name}|{t}"] = {"profile": "egress_lossy_profile"}
+        buffer_pg[f"{i.name}|0"] = {"profile": "ingress_lossy_profile"}
+        buffer_pg[f"{i.name}|{lossless}"] = {"profile": "NULL"}
+        if i.length_m is not None:
+            cable[i.name] = f"{math.ceil(i.length_m)}m"
+    db["QUEUE"], db["BUFFER_PG"], db["BUFFER_QUEUE"] = queue, buffer_pg, buffer_queue
+    db["CABLE_LENGTH"] = {"AZURE": cable}
+
+
+def config_db(sw: SwitchConfig) -> dict:
+    meta = {"hostname": sw.hostname, "type": device_type(sw), "docker_routing_config_mode": "split-unified",
+            "frr_mgmt_framework_config": "false", "buffer_model": "dynamic"}
+    if sw.asn is not None:
+        meta["bgp_asn"] = str(sw.asn)
+    if sw.router_id:
+        meta["bgp_router_id"] = sw.router_id
+    db: dict = {"DEVICE_METADATA": {"localhost": meta}}
+    db["PORT"], breakout = _ports(sw)
+    if breakout:
+        db["BREAKOUT_CFG"] = breakout
+    if sw.loopback:
+        db["LOOPBACK_INTERFACE"] = {"Loopback0": {}, f"Loopback0|{sw.loopback}": {}}
+    intf: dict = {}
+    for i in sw.interfaces:
+        if i.role in ("uplink", "downlink"):
+            if i.address:
+                intf[i.name] = {}
+                intf[f"{i.name}|{i.address}"] = {}
+            else:
+                intf[i.name] = {"ipv6_use_link_local_only": "enable"}
+    if intf:
+        db["INTERFACE"] = intf
+    _l2(sw, db)
+    if sw.qos is not None:
+        _qos(sw, db)
+    bgp = {n.address: {"admin_status": "up", "asn": str(n.remote_asn), "name": n.peer_name,
+                       "local_addr": n.local_address, "holdtime": "9", "keepalive": "3"}
+           for n in sw.neighbors if n.address}
+    if bgp:
+        db["BGP_NEIGHBOR"] = bgp
+    db["DEVICE_NEIGHBOR"] = {i.name: {"name": i.peer_device, "port": i.peer_port}
+                             for i in sw.interfaces if i.peer_device and i.role != "mgmt"}
+    neigh_meta = {}
+    for p in sw.peers:
+        entry = {"hwsku": p.model, "type": DEVICE_TYPES[(sw.fabric, rank(p.role))]}
+        if p.loopback:
+            entry["lo_addr"] = p.loopback
+        if p.mgmt_address:
+            entry["mgmt_addr"] = p.mgmt_address
+        neigh_meta[p.name] = entry
+    if neigh_meta:
+        db["DEVICE_NEIGHBOR_METADATA"] = neigh_meta
+    mgmt = next((i for i in sw.interfaces if i.role == "mgmt"), None)
+    if mgmt is not None and sw.mgmt_address:
+        db["MGMT_PORT"] = {"eth0": {"admin_status": "up", "alias": mgmt.name, "description": mgmt.description}}
+        db["MGMT_INTERFACE"] = {f"eth0|{sw.mgmt_address}": ({"gwaddr": sw.mgmt_gateway} if sw.mgmt_gateway
+                                                              else {})}
+    return db
+
+
+def frr_conf(sw: SwitchConfig) -> str:
+    return TEMPLATES.get_template("frr.conf.j2").render(sw=sw, peerlink_svi=f"Vlan{PEERLINK_VLAN}")
+
+
+def render(plan: Plan, out: Output) -> None:
+    for sw in build_models(plan, nos="sonic"):
+        with out.open(f"configs/{sw.hostname}/config_db.json", "wb") as fh:
+            fh.write(orjson.dumps(config_db(sw), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+        if sw.asn is not None:
+            out.write_text(f"configs/{sw.hostname}/frr.conf", frr_conf(sw))
