@@ -17,7 +17,9 @@ class Family:
 
 
 def families() -> list[Family]:
-    from topology.render import bom, cabling, inventory, ipplan, plan_json, sonic
+    from topology.render import (
+        bom, cabling, inventory, ipplan, nccl, netbox, plan_json, report, slurm, sonic, svg,
+    )
 
     return [
         Family("plan", "plan.json, the contract every other artifact reads", plan_json.render),
@@ -26,5 +28,11 @@ def families() -> list[Family]:
         Family("cabling", "cabling.xlsx, cabling.csv and per-rack pull sheets", cabling.render),
         Family("ipplan", "ipplan.csv, ipplan-pools.csv (headroom per pool) and asnplan.csv", ipplan.render),
         Family("bom", "bom.csv: switches, hosts, transceivers, cables, fibre, NIC ports", bom.render),
+        Family("netbox", "netbox/*.csv for NetBox 4.4 bulk import (sites ... IP addresses)", netbox.render),
+        Family("report", "report.md: counts, oversubscription, bisection, traffic paths, failure arithmetic",
+               report.render),
+        Family("svg", "fabric.svg: each fabric by tier with link bundles", svg.render),
+        Family("slurm", "slurm/topology.conf (tree) and slurm/topology-block.conf (one block per SU)", slurm.render),
+        Family("nccl", "nccl/<node>.env per node and nccl/hostfile in topology order", nccl.render),
         Family("sonic", "SONiC config_db.json and FRR frr.conf per SONiC switch", sonic.render),
     ]
