@@ -18,7 +18,18 @@ class Family:
 
 def families() -> list[Family]:
     from topology.render import (
-        bom, cabling, inventory, ipplan, nccl, netbox, plan_json, report, slurm, sonic, svg,
+        bom,
+        cabling,
+        inventory,
+        ipplan,
+        nccl,
+        netbox,
+        nvue,
+        plan_json,
+        report,
+        slurm,
+        sonic,
+        svg,
     )
 
     return [
@@ -35,4 +46,5 @@ def families() -> list[Family]:
         Family("slurm", "slurm/topology.conf (tree) and slurm/topology-block.conf (one block per SU)", slurm.render),
         Family("nccl", "nccl/<node>.env per node and nccl/hostfile in topology order", nccl.render),
         Family("sonic", "SONiC config_db.json and FRR frr.conf per SONiC switch", sonic.render),
+        Family("nvue", "Cumulus Linux NVUE startup.yaml per Cumulus switch", nvue.render),
     ]
