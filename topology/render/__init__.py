@@ -25,6 +25,7 @@ def families() -> list[Family]:
         nccl,
         netbox,
         nvue,
+        opensm,
         plan_json,
         report,
         slurm,
@@ -47,4 +48,6 @@ def families() -> list[Family]:
         Family("nccl", "nccl/<node>.env per node and nccl/hostfile in topology order", nccl.render),
         Family("sonic", "SONiC config_db.json and FRR frr.conf per SONiC switch", sonic.render),
         Family("nvue", "Cumulus Linux NVUE startup.yaml per Cumulus switch", nvue.render),
+        Family("opensm", "InfiniBand subnet manager: opensm.conf, root switches and GUID script, partitions, "
+               "expected topology", opensm.render),
     ]

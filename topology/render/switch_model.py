@@ -39,6 +39,7 @@ class Interface:
     peer_role: str | None = None
     cable: str | None = None
     length_m: float | None = None
+    peer_hca: str | None = None  # RDMA device behind a host port (InfiniBand node descriptions name it)
 
     @property
     def description(self) -> str:
@@ -158,6 +159,7 @@ class PlanIndex:
             self.far_end[(link.a.device, link.a.port)] = (link, link.b.device, link.b.port)
             self.far_end[(link.b.device, link.b.port)] = (link, link.a.device, link.a.port)
         self.pools = {p.name: p.prefix for p in plan.pools}
+        self.hcas = {(d.name, r.ifname): r.hca for d in plan.devices for r in d.rails}
         peerlinked = {link.fabric for link in plan.links if link.tier.endswith("peer")}
         self.evpn_fabrics = {d.fabric for d in plan.devices if d.mlag_peer} - peerlinked
 
@@ -224,6 +226,7 @@ def build_switch(dev: Device, idx: PlanIndex) -> SwitchConfig:
             link, iface.peer_device, iface.peer_port = far
             iface.cable, iface.length_m = link.id, link.length_m
             iface.peer_role = peer.role if peer is not None else None
+            iface.peer_hca = idx.hcas.get((iface.peer_device, iface.peer_port))
         interfaces.append(iface)
         if role == "mgmt" and peer is not None and peer.host_subnets:
             mgmt_gateway = peer.host_subnets[0].gateway

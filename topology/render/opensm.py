@@ -1,0 +1,83 @@
+"""InfiniBand subnet manager: everything OpenSM needs, under `configs/opensm/`.
+
+- `opensm.conf`: fat-tree routing (`ftree`, falling back to `updn`) rooted at the top-tier switches;
+- `root-switches.txt`: the root (spine, or super-spine in a 3-tier fabric) switches by name;
+- `make-root-guids`: stdlib-only script that turns those names into the root GUID file from
+  `ibnetdiscover` output (`make-root-guids root-switches.txt ibnetdiscover.txt -o root-guids.conf`);
+- `partitions.conf`: the default partition (0x7fff, IPoIB, every port full) plus one per tenant PKey;
+- `expected-topology.txt`: the planned cabling, for `railforge verify cabling --ibnetdiscover`.
+
+expected-topology.txt format: `#` starts a comment; every other line is one cable, tab-separated:
+    cable  a_node  a_port  b_node  b_port  gbps  a_name  b_name
+`a_node`/`b_node` are the NodeDescriptions ibnetdiscover prints (a switch by its hostname, which an
+NVIDIA switch reports as `MF0;<hostname>:<model>/U1`; a host HCA as `<hostname> <hca>`), `a_port`/`b_port`
+the IB port numbers on that node (switch: 1..N in cage order, cage/split `1/2` -> 2; HCA: 1), `gbps` the
+planned link rate, and `a_name`/`b_name` the plan's `device:port`. Host-to-leaf cables have the host as
+`a`; switch-to-switch cables have the lower tier as `a`. Lines are sorted by cable label.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jinja2
+
+from topology.output import Output
+from topology.plan import Plan
+from topology.render import ibnetdiscover
+from topology.render.switch_model import Interface, SwitchConfig, build_models
+
+ROOT_GUID_FILE = "/etc/opensm/root-guids.conf"
+PARTITION_FILE = "/etc/opensm/partitions.conf"
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates" / "opensm"),
+    undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+)
+HEADER = "# cable\ta_node\ta_port\tb_node\tb_port\tgbps\ta_name\tb_name\n"
+
+
+def ib_port(i: Interface) -> int:
+    split = int(i.breakout.split("x")[0]) if "x" in i.breakout else 1
+    return i.index * split + i.sub + 1
+
+
+def _host_node(i: Interface) -> str:
+    return f"{i.peer_device} {i.peer_hca or i.peer_port}"
+
+
+def expected_topology(switches: list[SwitchConfig]) -> list[tuple]:
+    by_name = {s.hostname: s for s in switches}
+    rows = []
+    for sw in switches:
+        for i in sw.interfaces:
+            if i.role == "host":
+                rows.append((i.cable, _host_node(i), 1, sw.hostname, ib_port(i), i.speed_mbps // 1000,
+                             f"{i.peer_device}:{i.peer_port}", f"{sw.hostname}:{i.name}"))
+            elif i.role == "uplink" and i.peer_device in by_name:
+                far = by_name[i.peer_device].interface(i.peer_port)
+                rows.append((i.cable, sw.hostname, ib_port(i), i.peer_device, ib_port(far), i.speed_mbps // 1000,
+                             f"{sw.hostname}:{i.name}", f"{i.peer_device}:{i.peer_port}"))
+    return sorted(rows)
+
+
+def render(plan: Plan, out: Output) -> None:
+    if plan.cluster.fabric != "infiniband":
+        return
+    switches = [s for s in build_models(plan) if s.fabric == "compute"]
+    top = max(s.tier for s in switches)
+    roots = [s.hostname for s in switches if s.tier == top]
+    c = plan.cluster
+    out.write_text("configs/opensm/opensm.conf", TEMPLATES.get_template("opensm.conf.j2").render(
+        cluster=c.name, switches=len(switches), tiers=c.tiers, root_guid_file=ROOT_GUID_FILE,
+        partition_file=PARTITION_FILE))
+    out.write_text("configs/opensm/root-switches.txt",
+                   f"# {c.name}: OpenSM root switches (tier {top}), one per line\n" + "".join(f"{r}\n" for r in roots))
+    out.write_text("configs/opensm/partitions.conf", TEMPLATES.get_template("partitions.conf.j2").render(
+        cluster=c.name, tenants=plan.tenants))
+    out.write_text("configs/opensm/make-root-guids", Path(ibnetdiscover.__file__).read_text(encoding="utf-8"))
+    os.chmod(out.stage / "configs/opensm/make-root-guids", 0o755)
+    rows = expected_topology(switches)
+    out.write_text("configs/opensm/expected-topology.txt",
+                   f"# {c.name}: planned InfiniBand cabling, {len(rows)} cables (format: topology/render/opensm.py)\n"
+                   + HEADER + "".join("\t".join(str(x) for x in r) + "\n" for r in rows))
