@@ -1,0 +1,125 @@
+"""The cabling workbook, CSV and pull sheets read back and checked against the plan."""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+
+import openpyxl
+import pytest
+
+from tests.conftest import plan_of
+
+FABRIC_SHEETS = ("compute", "storage", "oob")
+HEADER = ["cable", "fabric", "tier", "su", "rail", "a_rack", "a_u", "a_device", "a_port", "a_port_label",
+          "b_rack", "b_u", "b_device", "b_port", "b_port_label", "speed", "media", "part", "transceivers", "fibre",
+          "length_m"]
+
+
+def _csv(path):
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture(scope="module")
+def dgx(built):
+    out = built("dgx-h100-4su")
+    return out, plan_of("dgx-h100-4su"), openpyxl.load_workbook(out / "cabling.xlsx")
+
+
+def _sheet_rows(ws):
+    rows = list(ws.iter_rows(values_only=True))
+    return list(rows[0]), [dict(zip(rows[0], r, strict=True)) for r in rows[1:]]
+
+
+def test_workbook_has_a_sheet_per_fabric_a_summary_and_the_ip_plan(dgx):
+    _, _, wb = dgx
+    assert wb.sheetnames == ["summary", "compute", "storage", "oob", "ip-plan", "pools"]
+
+
+@pytest.mark.parametrize("name", ["dgx-h100-4su", "roce-a800-4nic"])
+def test_every_cable_of_the_plan_is_in_the_workbook_exactly_once_with_its_plan_values(built, name):
+    out, plan = built(name), plan_of(name)
+    wb = openpyxl.load_workbook(out / "cabling.xlsx", read_only=True)
+    devices = {d.name: d for d in plan.devices}
+    ports = {(d.name, p.name): p for d in plan.devices for p in d.ports}
+    links = {link.id: link for link in plan.links}
+    seen = Counter()
+    for fabric in FABRIC_SHEETS:
+        header, rows = _sheet_rows(wb[fabric])
+        assert header == HEADER
+        for row in rows:
+            seen[row["cable"]] += 1
+            link = links[row["cable"]]
+            assert row["fabric"] == fabric == link.fabric
+            assert (row["tier"], row["su"], row["rail"]) == (link.tier, link.su, link.rail)
+            for end, ep in (("a", link.a), ("b", link.b)):
+                dev = devices[ep.device]
+                assert row[f"{end}_device"] == ep.device and row[f"{end}_port"] == ep.port
+                assert (row[f"{end}_rack"], row[f"{end}_u"]) == (dev.rack, dev.u)
+                assert row[f"{end}_port_label"] == ports[(ep.device, ep.port)].label
+            assert row["speed"] == f"{link.speed_mbps // 1000}G"
+            assert (row["media"], row["length_m"]) == (link.media, link.length_m)
+            assert (row["part"] or None) == link.part and (row["fibre"] or None) == link.fibre
+            assert (row["transceivers"] or 0) == link.transceivers
+    assert set(seen) == set(links)
+    assert max(seen.values()) == 1
+
+
+def test_sheets_have_a_frozen_header_a_filter_over_all_rows_and_fitted_widths(dgx):
+    _, plan, wb = dgx
+    for fabric in FABRIC_SHEETS:
+        ws = wb[fabric]
+        n = sum(1 for link in plan.links if link.fabric == fabric)
+        assert ws.freeze_panes == "A2"
+        assert ws.auto_filter.ref == f"A1:U{n + 1}"
+        longest = max(len(link.a.device) for link in plan.links if link.fabric == fabric)
+        assert ws.column_dimensions["H"].width >= longest
+        assert ws.column_dimensions["A"].width >= len("CMP-000001")
+
+
+def test_rows_run_rack_by_rack_top_down(dgx):
+    _, plan, wb = dgx
+    rack_rank = {r.name: i for i, r in enumerate(sorted(plan.racks, key=lambda r: (r.row, r.position)))}
+    for fabric in FABRIC_SHEETS:
+        _, rows = _sheet_rows(wb[fabric])
+        keys = [(rack_rank[r["a_rack"]], -r["a_u"]) for r in rows]
+        assert keys == sorted(keys)
+
+
+def test_csv_has_the_same_rows_as_the_workbook(dgx):
+    out, plan, wb = dgx
+    rows = _csv(out / "cabling.csv")
+    assert list(rows[0]) == HEADER
+    xlsx = [r for f in FABRIC_SHEETS for r in _sheet_rows(wb[f])[1]]
+    assert [r["cable"] for r in rows] == [r["cable"] for r in xlsx]
+    assert [float(r["length_m"]) for r in rows] == [r["length_m"] for r in xlsx]
+    assert len(rows) == len(plan.links) == 2681
+
+
+def test_summary_counts_add_up_to_the_plan(dgx):
+    _, plan, wb = dgx
+    _, rows = _sheet_rows(wb["summary"])
+    assert sum(r["cables"] for r in rows) == len(plan.links)
+    node_leaf = sum(r["cables"] for r in rows if r["tier"] == "node-leaf")
+    leaf_spine = sum(r["cables"] for r in rows if r["tier"] == "leaf-spine")
+    assert (node_leaf, leaf_spine) == (1020, 1024)  # DGX H100 SuperPOD RA, 4 SUs
+
+
+def test_pull_sheets_list_every_cable_touching_the_rack(built):
+    out, plan = built("dgx-h100-4su"), plan_of("dgx-h100-4su")
+    rack_of = {d.name: d.rack for d in plan.devices}
+    expected: dict[str, set[str]] = {}
+    for link in plan.links:
+        for dev in (link.a.device, link.b.device):
+            expected.setdefault(rack_of[dev], set()).add(link.id)
+    files = sorted(p.stem for p in (out / "pull-sheets").glob("*.csv"))
+    assert files == sorted(expected)
+    for rack in ("R001-01", "R001-05", "R000-01"):
+        rows = _csv(out / "pull-sheets" / f"{rack}.csv")
+        assert {r["cable"] for r in rows} == expected[rack]
+        for r in rows:
+            assert r["local_device"] in {d.name for d in plan.devices if d.rack == rack}
+            assert r["leaves_rack"] == ("yes" if r["remote_rack"] != rack else "no")
+        us = [int(r["local_u"]) for r in rows]
+        assert us == sorted(us, reverse=True)

@@ -1,0 +1,222 @@
+"""IP plan, pool headroom, bill of materials, NetBox CSVs, design report and fabric.svg, checked against the plan
+and against figures worked out by hand."""
+
+from __future__ import annotations
+
+import csv
+import ipaddress
+import math
+import xml.etree.ElementTree as ET
+from collections import Counter
+
+import pytest
+
+from tests.conftest import plan_of, run_cli
+from topology.render.report import failure_interval_hours, job_interruption_probability, report_markdown
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _csv(path):
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture(scope="module")
+def dgx_plan():
+    return plan_of("dgx-h100-4su")
+
+
+def _pools(out):
+    return {r["pool"]: r for r in _csv(out / "ipplan-pools.csv")}
+
+
+# --- failure arithmetic --------------------------------------------------------------------------------------
+
+def test_optics_failure_interval_matches_the_worked_example():
+    hours = failure_interval_hours(100_000, 10_000_000)
+    assert hours == pytest.approx(100.0)
+    assert hours / 24 == pytest.approx(4.17, abs=0.01)
+
+
+def test_job_interruption_probability_matches_the_worked_example():
+    assert job_interruption_probability(1000, 0.999) == pytest.approx(0.632, abs=0.001)
+    assert job_interruption_probability(1, 0.999) == pytest.approx(0.001)
+    assert job_interruption_probability(0, 0.999) == 0
+
+
+def test_report_uses_the_plan_reliability_inputs():
+    plan = plan_of("roce-a800-4nic")
+    for link in plan.links:
+        link.transceivers, link.media = 2, "SR4 MMF"
+    plan.reliability.optics_mtbf_hours = 2 * len(plan.links) * 240.0  # so one module fails every 240 h = 10 days
+    plan.reliability.gpu_monthly_availability = 0.99
+    plan.reliability.job_gpus = [100]
+    text = report_markdown(plan)
+    assert f"Optical modules: {2 * len(plan.links)} " in text
+    assert "one fails every 240.0 h (about 10.0 days)" in text
+    assert "| 100 | 99.0000% | 63.4% |" in text  # 1 - 0.99**100 = 0.634
+
+
+# --- IP plan and pool utilisation ---------------------------------------------------------------------------
+
+def test_pool_utilisation_of_the_superpod_worked_by_hand(built):
+    pools = _pools(built("dgx-h100-4su"))
+    hosts = pools["compute_hosts"]
+    # 8 rails, one IPoIB /21 each; 127 DGX x 8 rails addressed (UFM ports carry no IPoIB address)
+    assert (int(hosts["size"]), int(hosts["allocated"]), int(hosts["assigned"])) == (2 ** 20, 8 * 2048, 127 * 8)
+    assert int(hosts["free"]) == 2 ** 20 - 8 * 2048
+    # InfiniBand switches have no loopback; 18 storage leaves + 8 storage spines do
+    assert int(pools["loopbacks"]["assigned"]) == 18 + 8
+    # OOB: five /26 (one per OOB leaf); BMCs of 127 DGX + UFM + 3 mgmt, management ports of
+    # 32 + 16 compute and 18 + 8 storage switches, and one gateway per OOB leaf
+    oob = pools["oob"]
+    assert int(oob["allocated"]) == 5 * 64
+    assert int(oob["assigned"]) == (127 + 1 + 3) + (32 + 16 + 18 + 8) + 5
+    assert float(oob["allocated_pct"]) == pytest.approx(round(100 * 320 / 65536, 2))
+    # storage ASNs: one per MLAG leaf pair (9) and one shared by the spines
+    assert int(pools["asn-storage"]["assigned"]) == 9 + 1
+
+
+def test_pool_utilisation_of_the_roce_example_worked_by_hand(built):
+    pools = _pools(built("roce-a800-4nic"))
+    hosts = pools["compute_hosts"]
+    # 8 leaves (4 rails x 2 SUs), a /24 each; 32 nodes x 4 rails plus each leaf's gateway
+    assert (int(hosts["allocated"]), int(hosts["assigned"])) == (8 * 256, 32 * 4 + 8)
+    p2p = pools["p2p"]
+    # numbered leaf-spine links: 8 leaves x 16 uplinks = 128 /31s, both ends addressed
+    assert (int(p2p["allocated"]), int(p2p["assigned"])) == (128 * 2, 128 * 2)
+
+
+@pytest.mark.parametrize("name", ["dgx-h100-4su", "roce-a800-4nic"])
+def test_every_address_lies_in_its_pool_and_only_gateways_repeat(built, name):
+    out, plan = built(name), plan_of(name)
+    pools = {p.name: ipaddress.ip_network(p.prefix) for p in plan.pools}
+    devices = {d.name for d in plan.devices}
+    rows = _csv(out / "ipplan.csv")
+    counts = Counter(r["address"].split("/")[0] for r in rows)
+    for r in rows:
+        assert r["device"] in devices
+        iface = ipaddress.ip_interface(r["address"])
+        assert iface.network == ipaddress.ip_network(r["prefix"])
+        assert iface.ip in pools[r["pool"]], r
+        if counts[str(iface.ip)] > 1:
+            assert r["kind"] == "anycast-gateway", r
+    node = next(d for d in plan.devices if d.role == "node")
+    mine = {r["interface"]: r["address"] for r in rows if r["device"] == node.name}
+    assert {r.ifname: r.address for r in node.rails}.items() <= mine.items()
+    assert mine[node.bond.name] == node.bond.address and mine["bmc"] == node.bmc.address
+
+
+# --- bill of materials --------------------------------------------------------------------------------------
+
+def test_bom_counts_switches_hosts_and_optics(built, dgx_plan):
+    rows = _csv(built("dgx-h100-4su") / "bom.csv")
+    switches = {(r["item"], r["part"]): int(r["quantity"]) for r in rows if r["category"] == "switch"}
+    assert switches[("leaf", "QM9700")] == 32 and switches[("spine", "QM9700")] == 16
+    assert {r["item"]: int(r["quantity"]) for r in rows if r["category"] == "host"}["node"] == 127
+    optical = [link for link in dgx_plan.links if link.transceivers]
+    assert sum(int(r["quantity"]) for r in rows if r["category"] == "transceiver") == 2 * len(optical)
+    assert sum(int(r["quantity"]) for r in rows if r["category"] in ("cable", "fibre patch cord")) == len(
+        dgx_plan.links)
+    fibre = sum(float(r["quantity"]) for r in rows if r["category"] == "fibre total")
+    assert fibre == pytest.approx(sum(link.length_m for link in optical))
+    nic = {(r["item"], r["speed"]): int(r["quantity"]) for r in rows if r["category"] == "nic port"}
+    assert nic[("node compute", "400G")] == 127 * 8 and nic[("node storage", "200G")] == 127 * 2
+
+
+# --- NetBox ---------------------------------------------------------------------------------------------------
+
+NETBOX_COLUMNS = {  # field names of NetBox 4.4's bulk-import forms
+    "06-devices.csv": {"name", "role", "manufacturer", "device_type", "status", "site", "rack", "position", "face",
+                       "description"},
+    "07-interfaces.csv": {"device", "name", "label", "type", "speed", "mtu", "mgmt_only", "lag", "parent",
+                          "enabled", "description"},
+    "08-cables.csv": {"side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type",
+                      "side_b_name", "type", "status", "label", "length", "length_unit", "description"},
+    "09-ip-addresses.csv": {"address", "status", "role", "device", "interface", "is_primary", "description"},
+}
+
+
+def test_netbox_csvs_reference_only_objects_defined_before_them(built, dgx_plan):
+    nb = built("dgx-h100-4su") / "netbox"
+    for name, cols in NETBOX_COLUMNS.items():
+        assert set(_csv(nb / name)[0]) == cols
+    types = {r["model"] for r in _csv(nb / "04-device-types.csv")}
+    makers = {r["name"] for r in _csv(nb / "02-manufacturers.csv")}
+    roles = {r["name"] for r in _csv(nb / "03-device-roles.csv")}
+    racks = {r["name"] for r in _csv(nb / "05-racks.csv")}
+    devices = _csv(nb / "06-devices.csv")
+    assert len(devices) == len(dgx_plan.devices)
+    for d in devices:
+        assert d["device_type"] in types and d["manufacturer"] in makers and d["role"] in roles
+        assert d["rack"] in racks
+    ifaces = {(r["device"], r["name"]): r for r in _csv(nb / "07-interfaces.csv")}
+    for r in ifaces.values():
+        if r["lag"]:
+            assert ifaces[(r["device"], r["lag"])]["type"] == "lag"
+    cables = _csv(nb / "08-cables.csv")
+    assert sorted(c["label"] for c in cables) == sorted(link.id for link in dgx_plan.links)
+    for c in cables:
+        assert (c["side_a_device"], c["side_a_name"]) in ifaces and (c["side_b_device"], c["side_b_name"]) in ifaces
+        assert c["side_a_type"] == c["side_b_type"] == "dcim.interface"
+    ib = ifaces[("su001-gpu01", "ib0")]
+    assert (ib["type"], ib["speed"]) == ("infiniband-ndr", str(400_000 * 1000))
+    ips = _csv(nb / "09-ip-addresses.csv")
+    for r in ips:
+        assert (r["device"], r["interface"]) in ifaces, r
+    primaries = Counter(r["device"] for r in ips if r["is_primary"] == "true")
+    assert max(primaries.values()) == 1
+    repeated = Counter(r["address"] for r in ips)
+    assert all(r["role"] == "anycast" for r in ips if repeated[r["address"]] > 1)
+
+
+# --- design report --------------------------------------------------------------------------------------------
+
+def test_report_states_the_architects_figures(built, dgx_plan):
+    text = (built("dgx-h100-4su") / "report.md").read_text()
+    assert "| 1016 | 127 | 8 | 4 (4) |" in text
+    assert "| compute | leaf | 32 | 32 | 32 | 12800 | 12800 | 1:1 |" in text
+    # bisection of a non-blocking fabric = half of 1016 node ports + 4 UFM ports at 400G
+    assert f"Compute bisection bandwidth: {(1016 + 4) * 400 // 2:,} Gb/s" in text
+    assert "non-blocking" in text
+    assert "one switch hop" in text and "spine" in text
+    modules = sum(link.transceivers for link in dgx_plan.links) + 2 * sum(
+        1 for link in dgx_plan.links if "AOC" in link.media)
+    assert f"Optical modules: {modules} " in text
+    assert f"{10_000_000 / modules:,.1f} h" in text
+    assert f"| 1000 | 99.9000% | {1 - 0.999 ** 1000:.1%} |" in text
+
+
+def test_validate_prints_the_report():
+    proc = run_cli("validate", "inventory/roce-a800-4nic/cluster.yaml")
+    assert "Design report: roce-a800-4nic" in proc.stdout
+    assert "Failure arithmetic" in proc.stdout
+
+
+# --- fabric.svg -----------------------------------------------------------------------------------------------
+
+def _svg_text(path):
+    root = ET.parse(path).getroot()
+    assert root.tag == f"{SVG}svg"
+    return root, " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
+
+
+def test_svg_of_the_superpod_names_its_tiers_and_bundles(built):
+    _, text = _svg_text(built("dgx-h100-4su") / "fabric.svg")
+    for word in ("spine (spine): 16 × QM9700", "leaf (leaf): 32 × QM9700", "SU 001", "SU 004", "storage fabric",
+                 "oob fabric"):
+        assert word in text
+    # each SU's nodes reach its 8 leaves over 8 x 32 cables (SU 4: 31 DGX + 4 UFM ports)
+    assert "256 × 400G" in text and "252 × 400G" in text
+
+
+def test_svg_of_the_16k_fabric_stays_small_and_names_every_tier(built):
+    path = built("roce-16k-railplane") / "fabric.svg"
+    root, text = _svg_text(path)
+    for word in ("super-spine (superspine)", "spine (spine)", "leaf (leaf)", "SU / endpoints"):
+        assert word in text
+    assert "16384 × 400G" in text
+    assert path.stat().st_size < 150_000
+    assert sum(1 for _ in root.iter()) < 3000
+    assert math.isfinite(float(root.get("width")))
