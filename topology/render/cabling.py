@@ -6,8 +6,6 @@ from __future__ import annotations
 import csv
 from collections import defaultdict
 
-import xlsxwriter
-
 from topology.output import Output
 from topology.plan import Link, Plan
 from topology.render.tables import (
@@ -19,50 +17,12 @@ from topology.render.tables import (
     pool_row,
     speed_label,
 )
+from topology.render.xlsx import Sheet, Workbook
 
 SUMMARY_COLUMNS = ("fabric", "tier", "speed", "media", "part", "length_m", "cables", "transceivers",
                    "total_length_m")
 PULL_COLUMNS = ("cable", "local_u", "local_device", "local_port", "local_port_label", "remote_rack", "remote_u",
                 "remote_device", "remote_port", "remote_port_label", "speed", "media", "length_m", "leaves_rack")
-MAX_WIDTH = 48
-WORKBOOK_OPTIONS = {"constant_memory": True, "strings_to_numbers": False, "strings_to_formulas": False,
-                    "strings_to_urls": False}
-
-
-class _Sheet:
-    """A worksheet written row by row (constant memory), with header, frozen pane, filter and fitted widths."""
-
-    def __init__(self, wb: xlsxwriter.Workbook, name: str, columns: tuple[str, ...], header_fmt):
-        self.ws = wb.add_worksheet(name)
-        self.columns = columns
-        self.widths = [len(c) + 2 for c in columns]
-        self.row = 1
-        self.closed = False
-        self.ws.write_row(0, 0, columns, header_fmt)
-        self.ws.freeze_panes(1, 0)
-
-    def add(self, values: tuple) -> None:
-        ws, r, widths = self.ws, self.row, self.widths
-        for c, v in enumerate(values):
-            if v is None or v == "":
-                continue
-            if isinstance(v, str):
-                ws.write_string(r, c, v)
-                n = len(v)
-            else:
-                ws.write_number(r, c, v)
-                n = len(str(v))
-            if n + 2 > widths[c]:
-                widths[c] = n + 2
-        self.row = r + 1
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self.ws.autofilter(0, 0, max(self.row - 1, 1), len(self.columns) - 1)
-        for c, w in enumerate(self.widths):
-            self.ws.set_column(c, c, min(w, MAX_WIDTH))
 
 
 def summary_rows(links: list[Link]) -> list[tuple]:
@@ -98,36 +58,28 @@ def _pull_rows(idx: PlanIndex, links: list[Link]) -> dict[str, list[tuple]]:
 def render(plan: Plan, out: Output) -> None:
     idx = PlanIndex(plan)
     links = idx.sorted_links()
-    wb = xlsxwriter.Workbook(str(out.path("cabling.xlsx")), WORKBOOK_OPTIONS)
-    bold = wb.add_format({"bold": True, "bg_color": "#D9E1F2", "border": 1})
-    summary = _Sheet(wb, "summary", SUMMARY_COLUMNS, bold)
+    wb = Workbook(out.path("cabling.xlsx"))
+    summary = wb.sheet("summary", SUMMARY_COLUMNS)
     for r in summary_rows(links):
         summary.add(r)
-    summary.close()
-    sheets: dict[str, _Sheet] = {}
+    sheets: dict[str, Sheet] = {}
     with out.open("cabling.csv") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(CABLE_COLUMNS)
         for link in links:
             sheet = sheets.get(link.fabric)
             if sheet is None:
-                for s in sheets.values():
-                    s.close()
-                sheet = sheets[link.fabric] = _Sheet(wb, link.fabric, CABLE_COLUMNS, bold)
+                sheet = sheets[link.fabric] = wb.sheet(link.fabric, CABLE_COLUMNS)
             row = idx.cable_row(link)
             w.writerow(row)
             sheet.add(row)
-    for s in sheets.values():
-        s.close()
     rows, usage = address_table(plan)
-    ip = _Sheet(wb, "ip-plan", ADDRESS_COLUMNS, bold)
+    ip = wb.sheet("ip-plan", ADDRESS_COLUMNS)
     for r in rows:
         ip.add(r)
-    ip.close()
-    pools = _Sheet(wb, "pools", POOL_COLUMNS, bold)
+    pools = wb.sheet("pools", POOL_COLUMNS)
     for u in usage:
         pools.add(pool_row(u))
-    pools.close()
     wb.close()
     for rack, prow in sorted(_pull_rows(idx, links).items()):
         prow.sort(key=lambda r: (-r[1], r[2], r[0]))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterator
 from dataclasses import dataclass
+from socket import inet_aton, inet_ntoa
 
 from topology.plan import FABRICS, Device, Link, Plan, Pool, Port
 
@@ -72,41 +73,18 @@ class PlanIndex:
         )
 
 
-@dataclass(slots=True)
-class AddressRow:
-    address: str
-    prefix: str
-    device: str
-    role: str
-    interface: str
-    kind: str
-    fabric: str
-    su: int | None
-    rack: str
-
-
-def _network(cidr: str) -> str:
-    addr, _, plen = cidr.partition("/")
-    n = _v4(addr)
-    if n is None or not plen:
-        return str(ipaddress.ip_interface(cidr).network)
-    bits = int(plen)
-    n &= (0xFFFFFFFF << (32 - bits)) & 0xFFFFFFFF
-    return f"{n >> 24}.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}/{bits}"
-
-
 def _with_len(address: str, prefix: str) -> str:
     return f"{address}/{prefix.rsplit('/', 1)[1]}"
 
 
-def device_addresses(dev: Device) -> Iterator[tuple[str, str, str, str]]:
-    """(address/len, subnet, interface, kind) of one device, each address once."""
+def device_addresses(dev: Device) -> Iterator[tuple[str, str | None, str, str]]:
+    """(address/len, subnet if the plan names it, interface, kind) of one device, each address once."""
     seen: set[str] = set()
 
     def emit(cidr: str | None, interface: str, kind: str, subnet: str | None = None):
         if cidr and cidr not in seen:
             seen.add(cidr)
-            yield cidr, subnet or _network(cidr), interface, kind
+            yield cidr, subnet, interface, kind
 
     if dev.loopback:
         yield from emit(dev.loopback, "lo", "loopback")
@@ -134,18 +112,10 @@ def device_addresses(dev: Device) -> Iterator[tuple[str, str, str, str]]:
         yield from emit(dev.bmc.address, "bmc", "bmc")
 
 
-def address_rows(plan: Plan) -> Iterator[AddressRow]:
-    for dev in plan.devices:
-        for cidr, subnet, interface, kind in device_addresses(dev):
-            yield AddressRow(cidr, subnet, dev.name, dev.role, interface, kind, dev.fabric, dev.su, dev.rack)
-
-
 def _v4(addr: str) -> int | None:
-    parts = addr.split("/", 1)[0].split(".")
-    if len(parts) != 4:
+    if ":" in addr:
         return None
-    a, b, c, d = (int(x) for x in parts)
-    return (a << 24) | (b << 16) | (c << 8) | d
+    return int.from_bytes(inet_aton(addr), "big")
 
 
 class PoolMatcher:
@@ -163,10 +133,13 @@ class PoolMatcher:
         self.ranges.sort(key=lambda r: r[1] - r[0])
 
     def pool_of(self, address: str) -> Pool | None:
-        n = _v4(address)
+        n = _v4(address.split("/", 1)[0])
         if n is None:
             ip = ipaddress.ip_interface(address).ip
             return next((p for net, p in self.v6 if ip in net), None)
+        return self.pool_of_int(n)
+
+    def pool_of_int(self, n: int) -> Pool | None:
         for lo, hi, p in self.ranges:
             if lo <= n <= hi:
                 return p
@@ -196,17 +169,32 @@ class PoolUse:
 POOL_COLUMNS = ("pool", "kind", "range", "fabric", "purpose", "size", "allocated", "assigned", "free", "allocated_pct")
 
 
-def address_table(plan: Plan) -> tuple[list[tuple], list[PoolUse]]:
-    """Every assigned address as an ADDRESS_COLUMNS row, and the pool utilisation it implies."""
+def address_table(plan: Plan, with_rows: bool = True) -> tuple[list[tuple], list[PoolUse]]:
+    """Every assigned address as an ADDRESS_COLUMNS row (unless with_rows is False), and the pool utilisation."""
     matcher = PoolMatcher(plan.pools)
-    assigned: dict[str, set[str]] = {p.name: set() for p in plan.pools}
+    assigned: dict[str, set] = {p.name: set() for p in plan.pools}
+    nets: dict[tuple[int, int], tuple[str, Pool | None]] = {}
     rows = []
-    for r in address_rows(plan):
-        p = matcher.pool_of(r.address)
-        if p is not None:
-            assigned[p.name].add(r.address.split("/", 1)[0])
-        rows.append((r.address, r.prefix, r.device, r.role, r.interface, r.kind, p.name if p else "",
-                     p.purpose if p else "", r.fabric, r.su, r.rack))
+    for dev in plan.devices:
+        for cidr, subnet, interface, kind in device_addresses(dev):
+            addr, _, plen = cidr.partition("/")
+            n = _v4(addr)
+            if n is None:
+                iface = ipaddress.ip_interface(cidr)
+                net_s, pool, key = str(iface.network), matcher.pool_of(cidr), iface.ip
+            else:
+                bits = int(plen or 32)
+                net = n & ((0xFFFFFFFF << (32 - bits)) & 0xFFFFFFFF)
+                hit = nets.get((net, bits))
+                if hit is None:
+                    hit = nets[(net, bits)] = (f"{inet_ntoa(net.to_bytes(4, 'big'))}/{bits}", matcher.pool_of_int(net))
+                net_s, pool = hit
+                key = n
+            if pool is not None:
+                assigned[pool.name].add(key)
+            if with_rows:
+                rows.append((cidr, subnet or net_s, dev.name, dev.role, interface, kind, pool.name if pool else "",
+                             pool.purpose if pool else "", dev.fabric, dev.su, dev.rack))
     return rows, pool_usage(plan, {k: len(v) for k, v in assigned.items()})
 
 

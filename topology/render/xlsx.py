@@ -1,0 +1,187 @@
+"""A streaming SpreadsheetML (.xlsx) writer for large, plain tables.
+
+Each sheet's rows go to a temporary file as they come (bounded memory), then into the zip with the column
+widths measured on the way, a frozen header row and an autofilter over all rows. Cells are inline strings or
+numbers; the header row is bold on a tinted fill. About fifteen times faster than xlsxwriter's per-cell API
+(measured: 6 µs per cell there), which matters at 400K cables.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import zipfile
+from pathlib import Path
+
+MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+PKG_REL = "http://schemas.openxmlformats.org/package/2006/relationships"
+SHEET_CT = "application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"
+MAX_WIDTH = 48
+CACHE_CELLS = 200_000
+EPOCH = (1980, 1, 1, 0, 0, 0)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+
+STYLES = (
+    f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<styleSheet xmlns="{MAIN}">'
+    '<fonts count="2"><font><sz val="11"/><name val="Calibri"/></font>'
+    '<font><b/><sz val="11"/><name val="Calibri"/></font></fonts>'
+    '<fills count="3"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill>'
+    '<fill><patternFill patternType="solid"><fgColor rgb="FFD9E1F2"/><bgColor indexed="64"/></patternFill></fill>'
+    '</fills><borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>'
+    '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>'
+    '<cellXfs count="2"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/>'
+    '<xf numFmtId="0" fontId="1" fillId="2" borderId="0" xfId="0" applyFont="1" applyFill="1"/></cellXfs>'
+    '<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles></styleSheet>'
+)
+
+
+def _entry(name: str) -> zipfile.ZipInfo:
+    """A zip member with a fixed timestamp, so the same plan gives a byte-identical workbook."""
+    info = zipfile.ZipInfo(name, EPOCH)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info._compresslevel = 1
+    return info
+
+
+def column_letter(i: int) -> str:
+    s = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        s = chr(65 + r) + s
+    return s
+
+
+def _text(v: str) -> str:
+    if "&" in v or "<" in v or ">" in v:
+        v = v.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if _CONTROL.search(v):
+        v = _CONTROL.sub("?", v)
+    space = ' xml:space="preserve"' if v[:1].isspace() or v[-1:].isspace() else ""
+    return f"<is><t{space}>{v}</t></is>"
+
+
+class Sheet:
+    def __init__(self, book: Workbook, name: str, columns: tuple[str, ...]):
+        self.book, self.name, self.columns = book, name, columns
+        self.letters = [column_letter(i) for i in range(len(columns))]
+        self.widths = [len(c) + 2 for c in columns]
+        self.tmp = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self.rows = 0
+        self._row(columns, ' s="1"')
+
+    def _row(self, values, style: str = "") -> None:
+        self.rows += 1
+        r = str(self.rows)
+        parts = [f'<row r="{r}">']
+        widths, letters, cache = self.widths, self.letters, self.book.cells
+        for c, v in enumerate(values):
+            if v is None or v == "":
+                continue
+            if v.__class__ is str:
+                body = cache.get(v) if not style else None
+                if body is None:
+                    body = f' t="inlineStr"{style}>{_text(v)}</c>'
+                    if not style:
+                        if len(cache) > CACHE_CELLS:
+                            cache.clear()
+                        cache[v] = body
+                n = len(v)
+            else:
+                num = repr(v) if v.__class__ is float else str(int(v))
+                body = f"{style}><v>{num}</v></c>"
+                n = len(num)
+            parts.append(f'<c r="{letters[c]}{r}"{body}')
+            if n + 2 > widths[c]:
+                widths[c] = n + 2
+        parts.append("</row>")
+        self.tmp.write("".join(parts))
+
+    def add(self, values: tuple) -> None:
+        self._row(values)
+
+    def close(self) -> None:
+        if self.tmp is None:
+            return
+        last = f"{self.letters[-1]}{max(self.rows, 2)}"
+        cols = "".join(f'<col min="{i + 1}" max="{i + 1}" width="{min(w, MAX_WIDTH)}" customWidth="1"/>'
+                       for i, w in enumerate(self.widths))
+        head = (f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet xmlns="{MAIN}" '
+                f'xmlns:r="{REL}"><dimension ref="A1:{last}"/><sheetViews><sheetView workbookViewId="0">'
+                '<pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/>'
+                '<selection pane="bottomLeft" activeCell="A2" sqref="A2"/></sheetView></sheetViews>'
+                f'<sheetFormatPr defaultRowHeight="15"/><cols>{cols}</cols><sheetData>')
+        tail = f'</sheetData><autoFilter ref="A1:{last}"/></worksheet>'
+        self.book._add_sheet(self, head, tail, f"A1:{last}")
+        self.tmp.close()
+        self.tmp = None
+
+
+class Workbook:
+    """`sheet(name, columns)` returns a Sheet; finish one sheet before starting the next; then `close()`."""
+
+    def __init__(self, path: Path):
+        self.zip = zipfile.ZipFile(path, "w")
+        self.sheets: list[tuple[str, str]] = []
+        self.cells: dict[str, str] = {}
+        self.current: Sheet | None = None
+
+    def sheet(self, name: str, columns: tuple[str, ...]) -> Sheet:
+        if self.current is not None:
+            self.current.close()
+        self.current = Sheet(self, name, columns)
+        return self.current
+
+    def _add_sheet(self, sheet: Sheet, head: str, tail: str, ref: str) -> None:
+        n = len(self.sheets) + 1
+        with self.zip.open(_entry(f"xl/worksheets/sheet{n}.xml"), "w", force_zip64=True) as fh:
+            fh.write(head.encode())
+            sheet.tmp.seek(0)
+            while chunk := sheet.tmp.read(1 << 20):
+                fh.write(chunk.encode())
+            fh.write(tail.encode())
+        self.sheets.append((sheet.name, ref))
+        self.current = None
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.close()
+        n = len(self.sheets)
+        z = self.zip
+        z.writestr(_entry("[Content_Types].xml"), (
+            '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+            '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            '<Override PartName="/xl/workbook.xml" '
+            'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+            '<Override PartName="/xl/styles.xml" '
+            'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"/>'
+            + "".join(f'<Override PartName="/xl/worksheets/sheet{i}.xml" ContentType="{SHEET_CT}"/>'
+                      for i in range(1, n + 1)) + "</Types>"))
+        z.writestr(_entry("_rels/.rels"), (
+            f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns="{PKG_REL}">'
+            f'<Relationship Id="rId1" Type="{REL}/officeDocument" Target="xl/workbook.xml"/></Relationships>'))
+        sheets = "".join(f'<sheet name="{name}" sheetId="{i}" r:id="rId{i}"/>'
+                         for i, (name, _) in enumerate(self.sheets, 1))
+        names = "".join(f'<definedName name="_xlnm._FilterDatabase" localSheetId="{i}" hidden="1">'
+                        f"'{name}'!{_absolute(ref)}</definedName>" for i, (name, ref) in enumerate(self.sheets))
+        z.writestr(_entry("xl/workbook.xml"), (
+            f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<workbook xmlns="{MAIN}" xmlns:r="{REL}">'
+            f'<bookViews><workbookView/></bookViews><sheets>{sheets}</sheets>'
+            f"<definedNames>{names}</definedNames></workbook>"))
+        rels = "".join(f'<Relationship Id="rId{i}" Type="{REL}/worksheet" Target="worksheets/sheet{i}.xml"/>'
+                       for i in range(1, n + 1))
+        z.writestr(_entry("xl/_rels/workbook.xml.rels"), (
+            f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns="{PKG_REL}">{rels}'
+            f'<Relationship Id="rId{n + 1}" Type="{REL}/styles" Target="styles.xml"/></Relationships>'))
+        z.writestr(_entry("xl/styles.xml"), STYLES)
+        z.close()
+
+
+def _absolute(ref: str) -> str:
+    a, b = ref.split(":")
+    split = lambda c: (c.rstrip("0123456789"), c[len(c.rstrip("0123456789")):])  # noqa: E731
+    (ca, ra), (cb, rb) = split(a), split(b)
+    return f"${ca}${ra}:${cb}${rb}"
