@@ -135,17 +135,18 @@ def _qos(sw: SwitchConfig, db: dict) -> None:
     db["SCHEDULER"] = {"scheduler.lossy": {"type": "DWRR", "weight": "50"},
                        "scheduler.lossless": {"type": "DWRR", "weight": "50"},
                        "scheduler.cnp": {"type": "STRICT"}}
+    per_queue = [(str(t), {"scheduler": "scheduler.lossless", "wred_profile": WRED_LOSSLESS}
+                  if str(t) == lossless else {"scheduler": "scheduler.cnp" if str(t) == cnp else "scheduler.lossy"},
+                  {"profile": "egress_lossless_profile" if str(t) == lossless else "egress_lossy_profile"})
+                 for t in range(8)]
+    lossy_pg, lossless_pg = {"profile": "ingress_lossy_profile"}, {"profile": "NULL"}
     queue, buffer_pg, buffer_queue, cable = {}, {}, {}, {}
     for i in active:
-        for t in range(8):
-            if str(t) == lossless:
-                queue[f"{i.name}|{t}"] = {"scheduler": "scheduler.lossless", "wred_profile": WRED_LOSSLESS}
-                buffer_queue[f"{i.name}|{t}"] = {"profile": "egress_lossless_profile"}
-            else:
-                queue[f"{i.name}|{t}"] = {"scheduler": "scheduler.cnp" if str(t) == cnp else "scheduler.lossy"}
-                buffer_queue[f"{i.name}|{t}"] = {"profile": "egress_lossy_profile"}
-        buffer_pg[f"{i.name}|0"] = {"profile": "ingress_lossy_profile"}
-        buffer_pg[f"{i.name}|{lossless}"] = {"profile": "NULL"}
+        for t, sched, buf in per_queue:
+            queue[f"{i.name}|{t}"] = sched
+            buffer_queue[f"{i.name}|{t}"] = buf
+        buffer_pg[f"{i.name}|0"] = lossy_pg
+        buffer_pg[f"{i.name}|{lossless}"] = lossless_pg
         if i.length_m is not None:
             cable[i.name] = f"{math.ceil(i.length_m)}m"
     db["QUEUE"], db["BUFFER_PG"], db["BUFFER_QUEUE"] = queue, buffer_pg, buffer_queue

@@ -152,8 +152,9 @@ class PlanIndex:
         self.devices: dict[str, Device] = {d.name: d for d in plan.devices}
         self.ports: dict[tuple[str, str], Port] = {}
         for d in plan.devices:
-            for p in d.ports:
-                self.ports.setdefault((d.name, p.name), p)
+            if d.role in SWITCH_ROLES:
+                for p in d.ports:
+                    self.ports.setdefault((d.name, p.name), p)
         self.far_end: dict[tuple[str, str], tuple[Link, str, str]] = {}
         for link in plan.links:
             self.far_end[(link.a.device, link.a.port)] = (link, link.b.device, link.b.port)
@@ -164,8 +165,11 @@ class PlanIndex:
         self.evpn_fabrics = {d.fabric for d in plan.devices if d.mlag_peer} - peerlinked
 
 
+_RANKS = {r: TIER_RANK[r.rsplit("-", 1)[-1]] for r in SWITCH_ROLES}
+
+
 def rank(role: str) -> int:
-    return TIER_RANK.get(role.rsplit("-", 1)[-1], 0)
+    return _RANKS.get(role, 0)
 
 
 def _ip(cidr: str | None) -> str | None:
