@@ -23,7 +23,7 @@ def roce_inventory(tmp_path_factory) -> Path:
 
 
 def test_inventory_folder_layout(roce_inventory: Path) -> None:
-    for name in ("hosts.yml", "host_vars", "group_vars"):
+    for name in ("hosts.yml", "nodes", "group_vars"):
         assert (roce_inventory / name).is_symlink()
         assert (roce_inventory / name).resolve().is_relative_to((roce_inventory / "generated").resolve())
 

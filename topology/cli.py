@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import fnmatch
+import gc
+import json
 import os
 import sys
 from pathlib import Path
@@ -13,15 +15,20 @@ from rich.console import Console
 from rich.table import Table
 
 from topology.build import build_plan
+from topology.progress import StageClock, progress_for
+from topology.lab.cli import lab_app
 from topology.output import Output, UnsafePath
 from topology.plan import Plan
 from topology.render import families
 from topology.spec import load_spec
 from topology.spec.errors import SpecError, SpecErrors
+from topology.verify.cli import verify_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app.add_typer(lab_app, name="lab")
+app.add_typer(verify_app, name="verify")
 err = Console(stderr=True)
-INVENTORY_LINKS = ("hosts.yml", "host_vars", "group_vars")
+INVENTORY_LINKS = ("hosts.yml", "nodes", "group_vars")
 
 
 def load_plan(spec_path: Path) -> Plan:
@@ -42,7 +49,7 @@ def default_out(spec_path: Path) -> Path:
 
 
 def link_inventory(spec_dir: Path) -> None:
-    """Make `-i inventory/<cluster>` work: hosts.yml, host_vars, group_vars point into generated/ansible."""
+    """Make `-i inventory/<cluster>` work: hosts.yml, nodes/ and group_vars point into generated/ansible."""
     for name in INVENTORY_LINKS:
         link = spec_dir / name
         target = Path("generated") / "ansible" / name
@@ -84,9 +91,13 @@ def build(
     out: Annotated[Path | None, typer.Option(help="output folder (default: <spec folder>/generated)")] = None,
     only: Annotated[str | None, typer.Option(help="comma-separated artifact families to write")] = None,
     limit: Annotated[str | None, typer.Option(help="only devices whose name matches this glob")] = None,
+    timings: Annotated[Path | None, typer.Option(help="write per-stage wall/CPU seconds as JSON here")] = None,
 ) -> None:
     """Write the plan and every artifact, atomically."""
-    plan = load_plan(spec)
+    gc.disable()
+    clock = StageClock()
+    with clock.stage("spec-to-plan"):
+        plan = load_plan(spec)
     fams = families()
     if only:
         wanted = [x.strip() for x in only.split(",") if x.strip()]
@@ -103,8 +114,11 @@ def build(
     target = out or default_out(spec)
     output = Output(target)
     try:
-        for fam in fams:
-            fam.render(plan, output)
+        with progress_for(fams) as advance:
+            for fam in fams:
+                with clock.stage(fam.name):
+                    fam.render(plan, output)
+                advance(fam.name)
     except (UnsafePath, OSError) as exc:
         output.abort()
         err.print(f"[red]error[/red] {exc}")
@@ -112,9 +126,12 @@ def build(
     except BaseException:
         output.abort()
         raise
-    output.commit()
+    with clock.stage("commit"):
+        output.commit()
     if out is None:
         link_inventory(spec.parent)
+    if timings:
+        timings.write_text(json.dumps(clock.report(), indent=1) + "\n")
     Console(stderr=True).print(f"wrote {len(output.written)} files to {target}", highlight=False)
 
 

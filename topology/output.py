@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO
 
 
@@ -24,14 +24,18 @@ class Output:
             shutil.rmtree(self.stage)
         self.stage.mkdir()
         self.written: list[str] = []
+        self._dirs: set[str] = {""}
 
     def path(self, rel: str) -> Path:
-        p = (self.stage / rel).resolve()
-        if self.stage.resolve() not in p.parents:
-            raise UnsafePath(f"refusing to write {rel!r}: it resolves outside the output folder")
-        p.parent.mkdir(parents=True, exist_ok=True)
+        parts = PurePosixPath(rel).parts
+        if not parts or PurePosixPath(rel).is_absolute() or any(p in ("..", ".", "") for p in parts) or "\\" in rel:
+            raise UnsafePath(f"refusing to write {rel!r}: it is not a plain path inside the output folder")
+        parent = "/".join(parts[:-1])
+        if parent not in self._dirs:
+            (self.stage / parent).mkdir(parents=True, exist_ok=True)
+            self._dirs.add(parent)
         self.written.append(rel)
-        return p
+        return self.stage / rel
 
     def open(self, rel: str, mode: str = "w") -> IO:
         if "b" in mode:

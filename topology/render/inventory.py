@@ -1,29 +1,19 @@
-"""The Ansible inventory: hosts grouped by role, SU and fabric; host_vars with each node's rails,
-bond and BMC; group_vars with the QoS profile. Also the Kubespray groups."""
+"""The Ansible inventory: hosts grouped by role, SU and fabric, each node's rails, bond and BMC as
+inline host vars in one file per SU; group_vars with the QoS profile. Also the Kubespray groups."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
-import yaml
-
 from topology.output import Output
 from topology.plan import Device, Plan
-
-try:
-    from yaml import CSafeDumper as Dumper
-except ImportError:  # pragma: no cover - libyaml is in the PyPI wheels
-    from yaml import SafeDumper as Dumper
+from topology.render.yamlout import dumps
 
 SWITCH_GROUPS = {
     "leaf": "compute_leaf", "spine": "compute_spine", "superspine": "compute_superspine",
     "storage-leaf": "storage_leaf", "storage-spine": "storage_spine", "storage-superspine": "storage_superspine",
     "oob-leaf": "oob", "oob-spine": "oob", "oob-superspine": "oob",
 }
-
-
-def _dump(data: object) -> str:
-    return yaml.dump(data, Dumper=Dumper, sort_keys=False, default_flow_style=False, width=120)
 
 
 def _host_ip(dev: Device) -> str | None:
@@ -37,15 +27,14 @@ def _host_ip(dev: Device) -> str | None:
 
 
 def inventory_groups(plan: Plan) -> dict:
-    nodes = plan.devices_by_role("node")
+    """Every group and its members, except the GPU nodes, which the per-SU files add to their SU group."""
     mgmt = plan.devices_by_role("mgmt")
-    sus: dict[str, dict] = {}
-    for n in nodes:
-        sus.setdefault(f"su{n.su:03d}", {})[n.name] = None
+    sus = sorted({n.su for n in plan.devices_by_role("node")})
     children: dict[str, dict] = {
-        "nodes": {"children": {k: {"hosts": v} for k, v in sorted(sus.items())}},
-        "mgmt": {"hosts": {m.name: None for m in mgmt}},
-        "ufm": {"hosts": {u.name: None for u in plan.devices_by_role("ufm")}},
+        "nodes": {"children": {f"su{su:03d}": None for su in sus}},
+        "mgmt": {"hosts": {m.name: host_vars(m) for m in mgmt}},
+        "ufm": {"hosts": {u.name: ({"ansible_host": _host_ip(u)} if _host_ip(u) else None)
+                          for u in plan.devices_by_role("ufm")}},
         f"fabric_{plan.cluster.fabric}": {"children": {"nodes": None}},
     }
     for role, group in SWITCH_GROUPS.items():
@@ -58,6 +47,11 @@ def inventory_groups(plan: Plan) -> dict:
     children["kube_node"] = {"children": {"nodes": None}}
     children["k8s_cluster"] = {"children": {"kube_control_plane": None, "kube_node": None}}
     return {"all": {"children": children}}
+
+
+def su_inventory(su: int, nodes: list[Device]) -> dict:
+    """One SU's GPU nodes with their host vars inline (one file per SU keeps huge clusters fast to write)."""
+    return {"all": {"children": {f"su{su:03d}": {"hosts": {n.name: host_vars(n) for n in nodes}}}}}
 
 
 def host_vars(dev: Device) -> dict:
@@ -97,8 +91,11 @@ def kubespray_inventory(plan: Plan) -> dict:
 
 
 def render(plan: Plan, out: Output) -> None:
-    for dev in plan.devices_by_role("node", "mgmt"):
-        out.write_text(f"ansible/host_vars/{dev.name}.yml", "---\n" + _dump(host_vars(dev)))
-    out.write_text("ansible/hosts.yml", "---\n" + _dump(inventory_groups(plan)))
-    out.write_text("ansible/group_vars/all/railforge.yml", "---\n" + _dump(group_vars(plan)))
-    out.write_text("kubespray/hosts.yaml", "---\n" + _dump(kubespray_inventory(plan)))
+    by_su: dict[int, list[Device]] = {}
+    for dev in plan.devices_by_role("node"):
+        by_su.setdefault(dev.su, []).append(dev)
+    for su, nodes in sorted(by_su.items()):
+        out.write_text(f"ansible/nodes/su{su:03d}.yml", dumps(su_inventory(su, nodes)))
+    out.write_text("ansible/hosts.yml", dumps(inventory_groups(plan)))
+    out.write_text("ansible/group_vars/all/railforge.yml", dumps(group_vars(plan)))
+    out.write_text("kubespray/hosts.yaml", dumps(kubespray_inventory(plan)))
