@@ -94,6 +94,10 @@ def _l2(sw: SwitchConfig, db: dict) -> None:
             pc_members.update({f"{PEERLINK_PORTCHANNEL}|{p}": {} for p in sw.pair.peerlinks})
             for name in vlan:
                 member[f"{name}|{PEERLINK_PORTCHANNEL}"] = {"tagging_mode": "tagged"}
+            peer_svi = f"Vlan{PEERLINK_VLAN}"
+            vlan[peer_svi] = {"vlanid": str(PEERLINK_VLAN), "mtu": str(sw.mtu)}
+            member[f"{peer_svi}|{PEERLINK_PORTCHANNEL}"] = {"tagging_mode": "tagged"}
+            svi[peer_svi] = {"ipv6_use_link_local_only": "enable"}
             db["MCLAG_DOMAIN"] = {"1": {"source_ip": sw.router_id, "peer_ip": (sw.pair.peer_loopback or "")
                                         .split("/")[0], "peer_link": PEERLINK_PORTCHANNEL}}
             db["MCLAG_INTERFACE"] = {f"1|{pc}": {"if_type": "PortChannel"} for pc in sorted(set(bonds.values()))}
