@@ -15,10 +15,10 @@ from rich.console import Console
 from rich.table import Table
 
 from topology.build import build_plan
-from topology.progress import StageClock, progress_for
 from topology.lab.cli import lab_app
 from topology.output import Output, UnsafePath
 from topology.plan import Plan
+from topology.progress import StageClock, progress_for
 from topology.render import families
 from topology.spec import load_spec
 from topology.spec.errors import SpecError, SpecErrors

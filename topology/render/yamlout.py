@@ -18,9 +18,12 @@ def _quote(s: str) -> str:
     text = json.dumps(s)
     if "\\ud" not in text:
         return text
-    return _SURROGATES.sub(
-        lambda m: "\\U%08x" % (0x10000 + ((int("d" + m.group(1), 16) - 0xD800) << 10) + int("d" + m.group(2), 16) - 0xDC00),
-        text)
+    return _SURROGATES.sub(_astral, text)
+
+
+def _astral(m: re.Match) -> str:
+    high, low = int("d" + m.group(1), 16), int("d" + m.group(2), 16)
+    return "\\U%08x" % (0x10000 + ((high - 0xD800) << 10) + low - 0xDC00)
 
 
 def _scalar(v: object) -> str:

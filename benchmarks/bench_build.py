@@ -1,0 +1,124 @@
+"""Scale benchmark: full `railforge build` (cold CLI start) for a ladder of cluster sizes.
+
+Reports wall time, CPU time, peak RSS, time per stage, milliseconds per switch and the size of every
+artifact family, prints a table and writes JSON under benchmarks/results/ so runs can be compared.
+
+    ./tasks bench                       # the whole ladder: 1K ... 131K GPUs, plus the 16K rail-plane example
+    ./tasks bench --sizes 1024,16384    # a subset (GPU counts)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE_SPEC = ROOT / "benchmarks" / "specs" / "gpu-131k.yaml"
+RAILPLANE = ROOT / "inventory" / "roce-16k-railplane" / "cluster.yaml"
+LADDER = (1024, 4096, 16384, 32768, 65536, 131072)
+TARGETS = {"gpu-131072": {"wall_s": 60.0, "peak_rss_mib": 4096.0}, "roce-16k-railplane": {"wall_s": 6.0}}
+
+
+def ladder_spec(gpus: int, folder: Path) -> Path:
+    data = yaml.safe_load(BASE_SPEC.read_text())
+    per_su = data["scalable_units"]["nodes_per_su"] * data["node"]["gpus"]
+    data["name"] = f"gpu-{gpus}"
+    data["scalable_units"]["count"] = gpus // per_su
+    path = folder / f"gpu-{gpus}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def family_sizes(out: Path) -> dict[str, dict[str, int]]:
+    sizes: dict[str, dict[str, int]] = {}
+    for entry in sorted(out.iterdir()):
+        files = [entry] if entry.is_file() else [p for p in entry.rglob("*") if p.is_file()]
+        sizes[entry.name] = {"files": len(files), "bytes": sum(p.stat().st_size for p in files)}
+    return sizes
+
+
+def run_one(name: str, spec: Path, work: Path) -> dict:
+    out = work / name
+    timings = work / f"{name}.timings.json"
+    cmd = [sys.executable, "-m", "topology", "build", str(spec), "--out", str(out), "--timings", str(timings)]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    stderr = proc.stderr.read().decode() if proc.stderr else ""
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{name}: railforge build failed ({proc.returncode}):\n{stderr}")
+    plan = json.loads((out / "plan.json").read_bytes())
+    switches = sum(1 for d in plan["devices"] if d["role"] not in ("node", "ufm", "mgmt"))
+    result = {
+        "name": name,
+        "gpus": plan["cluster"]["gpus"],
+        "devices": len(plan["devices"]),
+        "switches": switches,
+        "links": len(plan["links"]),
+        "wall_s": round(wall, 3),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
+        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+        "ms_per_switch": round(1000 * wall / switches, 3),
+        "stages": json.loads(timings.read_text())["stages"],
+        "artifacts": family_sizes(out),
+    }
+    del plan
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", help="comma-separated GPU counts from the ladder", default=None)
+    parser.add_argument("--no-railplane", action="store_true", help="skip the bundled 16K rail-plane example")
+    parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else list(LADDER)
+    results = []
+    with tempfile.TemporaryDirectory(prefix="railforge-bench-") as tmp:
+        work = Path(tmp)
+        runs = [] if args.no_railplane else [("roce-16k-railplane", RAILPLANE)]
+        runs += [(f"gpu-{g}", ladder_spec(g, work)) for g in sizes]
+        for name, spec in runs:
+            r = run_one(name, spec, work)
+            results.append(r)
+            print(f"{name:>20}  {r['gpus']:>7} GPUs  {r['switches']:>6} switches  {r['links']:>7} links  "
+                  f"wall {r['wall_s']:>7.2f} s  cpu {r['cpu_s']:>7.2f} s  rss {r['peak_rss_mib']:>7.1f} MiB  "
+                  f"{r['ms_per_switch']:>6.2f} ms/switch", flush=True)
+            for stage, t in r["stages"].items():
+                print(f"{'':>22}{stage:<14} wall {t['wall_s']:>7.2f} s  cpu {t['cpu_s']:>7.2f} s")
+            shutil.rmtree(work / name, ignore_errors=True)
+    verdicts = []
+    for r in results:
+        for key, limit in TARGETS.get(r["name"], {}).items():
+            ok = r[key] <= limit
+            verdicts.append({"run": r["name"], "metric": key, "value": r[key], "limit": limit, "ok": ok})
+            print(f"target {r['name']} {key} {r[key]} <= {limit}: {'met' if ok else 'MISSED'}")
+    if len(results) > 2:
+        ladder = [r for r in results if r["name"].startswith("gpu-")]
+        for a, b in zip(ladder, ladder[1:], strict=False):
+            growth = (b["cpu_s"] / a["cpu_s"]) / (b["gpus"] / a["gpus"])
+            print(f"scaling {a['gpus']}->{b['gpus']} GPUs: CPU grew {growth:.2f}x the size ratio (1.00 = linear)")
+    args.results.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    path = args.results / f"bench-{stamp}.json"
+    path.write_text(json.dumps({"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                                            "platform": platform.platform()},
+                                "results": results, "targets": verdicts}, indent=1) + "\n")
+    print(f"wrote {path}")
+    return 0 if all(v["ok"] for v in verdicts) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

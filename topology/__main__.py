@@ -1,0 +1,3 @@
+from topology.cli import app
+
+app()
