@@ -266,3 +266,15 @@ def test_mlag_pairs_agree_on_bonds_and_system_mac(spec_build):
     vrr_a = a["interface"]["vlan10"]["ip"]["vrr"]["address"]
     assert vrr_a == b["interface"]["vlan10"]["ip"]["vrr"]["address"]
     assert set(a["interface"]["vlan10"]["ip"]["address"]) != set(b["interface"]["vlan10"]["ip"]["address"])
+
+
+def test_pair_system_mac_needs_no_peer_so_limited_builds_agree():
+    plan = plan_of("roce-a800-4nic")
+    full = {m.hostname: m.pair.sys_mac for m in build_models(plan) if m.pair}
+    assert full and len(set(full.values())) == len(full) // 2, "one system MAC per pair, distinct between pairs"
+    for name, mac in full.items():
+        assert full[next(m.pair.peer for m in build_models(plan) if m.hostname == name)] == mac
+    plan.devices = [d for d in plan.devices if d.name == "su001-stor-leaf1b"]
+    plan.links = [lk for lk in plan.links if "su001-stor-leaf1b" in (lk.a.device, lk.b.device)]
+    (alone,) = build_models(plan)
+    assert alone.pair.sys_mac == full["su001-stor-leaf1b"] == full["su001-stor-leaf1a"]

@@ -176,10 +176,9 @@ def _ip(cidr: str | None) -> str | None:
     return cidr.split("/")[0] if cidr else None
 
 
-def _sys_mac(a: Device, b: Device) -> str:
-    """Shared MLAG / ES system MAC of a pair, from the lower loopback (locally administered range)."""
-    first = min((a, b), key=lambda d: d.name)
-    octets = [int(x) for x in (_ip(first.loopback) or _ip(first.host_subnets[0].gateway)).split(".")]
+def _sys_mac(dev: Device) -> str:
+    """Shared MLAG / ES system MAC of a pair, from the host subnet both leaves serve (locally administered)."""
+    octets = [int(x) for x in dev.host_subnets[0].prefix.split("/")[0].split(".")]
     return f"44:38:39:ff:{octets[2]:02x}:{octets[3]:02x}"
 
 
@@ -262,15 +261,15 @@ def build_switch(dev: Device, idx: PlanIndex) -> SwitchConfig:
 def _pair(dev: Device, interfaces: list[Interface], idx: PlanIndex) -> Pair | None:
     if not dev.mlag_peer:
         return None
-    peer = idx.devices[dev.mlag_peer]
+    peer = idx.devices.get(dev.mlag_peer)
     peerlinks = [i.name for i in interfaces if i.role == "peerlink"]
     mode = "mlag" if peerlinks else "evpn-mh"
     members = dev.host_subnets[0].ports if dev.host_subnets else []
     by_name = {i.name: i for i in interfaces}
     bonds = [HostBond(n + 1, m, by_name[m].peer_device, by_name[m].peer_port)
              for n, m in enumerate(members) if by_name[m].peer_device is not None]
-    return Pair(mode, peer.name, dev.name < peer.name, _sys_mac(dev, peer), peer.loopback, peer.mgmt_address,
-                peerlinks, bonds)
+    return Pair(mode, dev.mlag_peer, dev.name < dev.mlag_peer, _sys_mac(dev), peer.loopback if peer else None,
+                peer.mgmt_address if peer else None, peerlinks, bonds)
 
 
 def build_models(plan: Plan, nos: str | None = None) -> Iterator[SwitchConfig]:
