@@ -15,14 +15,18 @@ from rich.console import Console
 from rich.table import Table
 
 from topology.build import build_plan
+from topology.lab.cli import lab_app
 from topology.output import Output, UnsafePath
 from topology.plan import Plan
 from topology.progress import StageClock, progress_for
 from topology.render import families
 from topology.spec import load_spec
 from topology.spec.errors import SpecError, SpecErrors
+from topology.verify.cli import verify_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app.add_typer(lab_app, name="lab")
+app.add_typer(verify_app, name="verify")
 err = Console(stderr=True)
 INVENTORY_LINKS = ("hosts.yml", "nodes", "group_vars")
 

@@ -1,0 +1,62 @@
+"""`railforge verify`: compare what a live fabric reports with the plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from topology.verify.cabling import CablingReport, compare
+from topology.verify.ibnet import IbnetFormatError, parse_ibnetdiscover
+from topology.verify.lldp import LldpFormatError, load_lldp
+from topology.verify.names import PlanNames
+from topology.verify.observed import Observation
+from topology.verify.source import MissingBuild, load_generated_plan
+
+verify_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+
+
+def report_table(report: CablingReport, title: str) -> Table:
+    t = Table(title=title)
+    for col in ("finding", "cables", "detail"):
+        t.add_column(col)
+    for f in report.findings:
+        t.add_row(f.kind, ", ".join(f.cables) or "-", f.message)
+    return t
+
+
+@verify_app.command()
+def cabling(
+    cluster: Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")],
+    lldp: Annotated[Path | None, typer.Option(help="lldpcli JSON or SONiC 'show lldp table' file per device "
+                                                   "(named <device>.json/.txt), or a folder of them")] = None,
+    ibnetdiscover: Annotated[Path | None, typer.Option(help="ibnetdiscover output")] = None,
+    out: Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")] = None,
+    speed: Annotated[bool, typer.Option(help="flag cables running at another speed than planned")] = True,
+) -> None:
+    """Print a miswire report: swapped, wrong switch/port, missing, unexpected, wrong speed. Exit 1 on any."""
+    console, err = Console(), Console(stderr=True)
+    if lldp is None and ibnetdiscover is None:
+        err.print("[red]error[/red] give --lldp and/or --ibnetdiscover")
+        raise typer.Exit(2)
+    try:
+        plan, _ = load_generated_plan(cluster, out)
+        obs = Observation()
+        if lldp is not None:
+            obs.merge(load_lldp(lldp, PlanNames(plan)))
+        if ibnetdiscover is not None:
+            obs.merge(parse_ibnetdiscover(ibnetdiscover.read_text(), plan, str(ibnetdiscover)))
+    except (MissingBuild, LldpFormatError, IbnetFormatError, OSError) as exc:
+        err.print(f"[red]error[/red] {exc}")
+        raise typer.Exit(2) from None
+    report = compare(plan.links, obs, check_speed=speed)
+    for u in report.unresolved:
+        err.print(f"[yellow]note[/yellow] {u}", highlight=False)
+    if report.findings:
+        console.print(report_table(report, f"{plan.cluster.name}: cabling mismatches"))
+    console.print(f"{len(obs.devices)} devices observed, {report.checked} planned cables in view, "
+                  f"{report.matched} match, {len(report.findings)} findings", highlight=False)
+    raise typer.Exit(0 if report.ok else 1)
