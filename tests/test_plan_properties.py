@@ -227,3 +227,22 @@ def test_interrupted_render_leaves_previous_output(tmp_path: Path, monkeypatch) 
     assert result.exit_code != 0
     assert _tree_digest(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_plan_checks_pass_on_examples_and_catch_damage(name: str) -> None:
+    from fractions import Fraction
+
+    from topology.build.checks import check_plan
+
+    plan = plan_of(name)
+    capacity = {"leaf": 10**6, "spine": 10**6, "superspine": 10**6}
+    assert check_plan(plan, {"leaf": Fraction(1), "spine": Fraction(1)}, capacity) == []
+    uplink = next(link for link in plan.links if link.tier == "leaf-spine")
+    plan.links.remove(uplink)
+    problems = check_plan(plan, {"leaf": Fraction(1), "spine": Fraction(1)}, capacity)
+    assert any(uplink.a.device in p and "down:up" in p for p in problems), problems
+    assert any("uneven wiring" in p or "same spines" in p for p in problems), problems
+    assert check_plan(plan_of(name), {"leaf": Fraction(2), "spine": Fraction(1)}, capacity)
+    assert any("radix" in p for p in check_plan(plan_of(name), {"leaf": Fraction(1), "spine": Fraction(1)},
+                                                 {"leaf": 3, "spine": 3, "superspine": 3}))

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import gc
+from fractions import Fraction
 
 from topology.build import compute, layout, oob, storage
+from topology.build.checks import check_plan
 from topology.build.context import BuildContext
 from topology.ipam import AsnRange, PoolExhausted, PrefixPool, check_overlaps
 from topology.plan import ClusterSummary, NodeTopology, Plan, Qos, Reliability, Tenant
-from topology.spec.catalog import merged_catalog
+from topology.spec.catalog import merged_catalog, ports_at
 from topology.spec.loader import LineMap
 from topology.spec.models import ClusterSpec
 
@@ -116,11 +118,20 @@ def _build(ctx: BuildContext) -> Plan:
     for r in ctx.asns.values():
         r.used = len({d.asn for d in ctx.devices if d.asn is not None and r.first <= d.asn <= r.last})
     ctx.links.sort(key=lambda link: (FABRIC_ORDER[link.fabric], link.id))
-    return Plan(cluster, qos, [p.record() for p in ctx.pools.values()], [r.record() for r in ctx.asns.values()],
+    plan = Plan(cluster, qos, [p.record() for p in ctx.pools.values()], [r.record() for r in ctx.asns.values()],
                 racks, ctx.devices, ctx.links, compute.pod_networks(ctx, cd),
                 Reliability(spec.reliability.optics_mtbf_hours, spec.reliability.gpu_monthly_availability,
                             list(spec.reliability.job_gpus)),
                 [Tenant(t.name, t.pkey) for t in spec.tenants])
+    ratios = {"leaf": spec.compute.oversubscription.get("leaf", Fraction(1)),
+              "spine": spec.compute.oversubscription.get("spine", Fraction(1))}
+    models = {"leaf": spec.compute.leaf, "spine": spec.compute.spine, "superspine": spec.compute.superspine}
+    capacity = {role: len(ports_at(ctx.catalog.switches[m.model], cd.speed)) for role, m in models.items() if m}
+    problems = check_plan(plan, ratios, capacity)
+    if problems:
+        raise ctx.fail("compute", "the planned fabric fails its own checks (a railforge bug, please report it): "
+                                  + "; ".join(problems[:5]))
+    return plan
 
 
 def _spine_group(cd: compute.ComputeDesign, su: int) -> str:
