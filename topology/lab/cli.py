@@ -22,6 +22,7 @@ from topology.verify.source import MissingBuild, load_generated_plan
 lab_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 ClusterArg = Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")]
 OutOpt = Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")]
+PrefixOpt = Annotated[str, typer.Option(help="namespace name prefix; one lab per cluster and prefix")]
 
 
 def _console() -> Console:
@@ -40,11 +41,11 @@ def _plan(cluster: Path, out: Path | None) -> tuple[Plan, Path]:
         raise _err(str(exc)) from None
 
 
-def _running(cluster: Path, out: Path | None) -> tuple[Plan, LabState, LabTopology]:
+def _running(cluster: Path, out: Path | None, prefix: str) -> tuple[Plan, LabState, LabTopology]:
     plan, _ = _plan(cluster, out)
-    state = load_state(plan.cluster.name)
+    state = load_state(plan.cluster.name, prefix)
     if state is None:
-        raise _err(f"no lab of {plan.cluster.name} is up: `railforge lab up` first")
+        raise _err(f"no lab of {plan.cluster.name} with prefix {prefix!r} is up: `railforge lab up` first")
     o = state.options
     topo = lab_topology(plan, o["sus"], o["spines"], o["hosts_per_su"], state.prefix)
     return plan, state, topo
@@ -63,7 +64,7 @@ def up(
     sus: Annotated[int, typer.Option(help="SUs to emulate")] = 2,
     spines: Annotated[str, typer.Option(help="'all' or how many spines")] = "all",
     hosts_per_su: Annotated[int, typer.Option(help="GPU nodes per SU")] = 2,
-    prefix: Annotated[str, typer.Option(help="namespace name prefix")] = "rf-",
+    prefix: PrefixOpt = "rf-",
     wait: Annotated[float, typer.Option(help="seconds to wait for BGP and the kernel FIBs to converge")] = 120,
 ) -> None:
     """Create the namespaces, cables and daemons; wait until every FIB holds every ECMP path."""
@@ -92,11 +93,10 @@ def up(
 
 
 @lab_app.command()
-def down(cluster: ClusterArg, out: OutOpt = None) -> None:
+def down(cluster: ClusterArg, out: OutOpt = None, prefix: PrefixOpt = "rf-") -> None:
     """Stop every daemon and delete every namespace of the lab (safe to repeat)."""
     plan, _ = _plan(cluster, out)
-    state = load_state(plan.cluster.name)
-    prefix = state.prefix if state else "rf-"
+    state = load_state(plan.cluster.name, prefix)
     topo = None
     with contextlib.suppress(ScopeError):
         topo = lab_topology(plan, plan.cluster.sus, "all", 10**6, prefix)
@@ -124,9 +124,10 @@ def check(
     bfd: Annotated[str, typer.Option(help="with --fail: measure with BFD 'on', 'off' or 'both'")] = "both",
     timeout: Annotated[float, typer.Option(help="seconds to wait for reconvergence")] = 60,
     json_out: Annotated[Path | None, typer.Option("--json", help="write results as JSON here")] = None,
+    prefix: PrefixOpt = "rf-",
 ) -> None:
     """Assert BGP, ECMP width in the kernel, cross-SU pings and LLDP against the plan; exit 1 on any miss."""
-    plan, state, topo = _running(cluster, out)
+    plan, state, topo = _running(cluster, out, prefix)
     if how not in failure.HOW or bfd not in ("on", "off", "both"):
         raise _err("--how is silent|down, --bfd is on|off|both")
     rows = checks.config_rows(state, topo)
@@ -164,18 +165,18 @@ def check(
 
 @lab_app.command()
 def lldp(cluster: ClusterArg, folder: Annotated[Path, typer.Argument(help="write <device>.json here")],
-         out: OutOpt = None) -> None:
+         out: OutOpt = None, prefix: PrefixOpt = "rf-") -> None:
     """Save every namespace's `lldpcli -f json show neighbors details` as <device>.json (input for verify)."""
-    plan, state, topo = _running(cluster, out)
+    plan, state, topo = _running(cluster, out, prefix)
     folder.mkdir(parents=True, exist_ok=True)
     checks.lldp_observation(state, topo, PlanNames(plan), save=folder)
     _console().print(f"wrote {len(topo.devices())} files to {folder}", highlight=False)
 
 
 @lab_app.command()
-def swap(cluster: ClusterArg, cable_a: str, cable_b: str, out: OutOpt = None) -> None:
+def swap(cluster: ClusterArg, cable_a: str, cable_b: str, out: OutOpt = None, prefix: PrefixOpt = "rf-") -> None:
     """Miswire on purpose: exchange the far ends (b side) of two cables, keeping the port addresses."""
-    plan, state, topo = _running(cluster, out)
+    plan, state, topo = _running(cluster, out, prefix)
     try:
         first, second = topo.link(cable_a), topo.link(cable_b)
     except ScopeError as exc:

@@ -39,7 +39,7 @@ def preflight(topo: LabTopology, configs: Path) -> dict[str, Path]:
             problems.append(f"{binary} not found: apt-get install frr lldpd")
     confs = {sw.name: configs / sw.name / "frr.conf" for sw in topo.switches}
     problems += [f"{p} missing: run `railforge build` first" for p in confs.values() if not p.is_file()]
-    if load_state(topo.cluster) is not None:
+    if load_state(topo.cluster, topo.prefix) is not None:
         problems.append(f"a lab of {topo.cluster} is already up: `railforge lab down` it first")
     clash = sorted(set(topo.namespaces()) & namespaces())
     if clash:
@@ -69,7 +69,7 @@ def interruptible() -> Iterator[None]:
 
 def up(topo: LabTopology, configs: Path, options: dict, log: Log) -> tuple[LabState, UpTimings]:
     confs = preflight(topo, configs)
-    rd = run_dir(topo.cluster)
+    rd = run_dir(topo.cluster, topo.prefix)
     rd.mkdir(parents=True, exist_ok=True)
     state = LabState(topo.cluster, str(rd), topo.prefix, options=options)
     state.save()

@@ -44,12 +44,13 @@ class LabState:
         self.save()
 
 
-def run_dir(cluster: str) -> Path:
-    return RUN_ROOT / cluster
+def run_dir(cluster: str, prefix: str) -> Path:
+    """One folder per lab: several labs (other prefixes) of the same cluster may run side by side."""
+    return RUN_ROOT / f"{prefix}{cluster}"
 
 
-def load_state(cluster: str) -> LabState | None:
-    path = run_dir(cluster) / "state.json"
+def load_state(cluster: str, prefix: str) -> LabState | None:
+    path = run_dir(cluster, prefix) / "state.json"
     if not path.exists():
         return None
     raw = json.loads(path.read_text())

@@ -3,7 +3,8 @@
 Findings name the printed cable labels: a swapped pair names both cables, a cable on the wrong port or
 switch names the cable and where its far end really landed, a planned cable nobody reports is missing,
 a reported cable the plan does not have is unexpected, and a matching cable at another speed is flagged.
-Planned cables are judged only where the observation covers one of their ends (a device we have a view of).
+Planned cables are judged where the observation covers one of their ends (a device we have a view of),
+or with `partial` only where it covers both.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def _edge(a: End, b: End) -> frozenset[End]:
     return frozenset((a, b))
 
 
-def compare(links: list[Link], obs: Observation, check_speed: bool = True) -> CablingReport:
+def compare(links: list[Link], obs: Observation, check_speed: bool = True, partial: bool = False) -> CablingReport:
+    """`partial`: the observation covers part of the fabric; judge only cables with both ends observed."""
     planned: dict[frozenset[End], Link] = {}
     at: dict[End, tuple[Link, End]] = {}
     for link in links:
@@ -60,7 +62,10 @@ def compare(links: list[Link], obs: Observation, check_speed: bool = True) -> Ca
         if seen.get(e) is None:
             seen[e] = adj.speed_mbps
     report = CablingReport(unresolved=list(obs.unresolved))
-    in_scope = [lk for lk in links if lk.a.device in obs.devices or lk.b.device in obs.devices]
+    if partial:
+        in_scope = [lk for lk in links if lk.a.device in obs.devices and lk.b.device in obs.devices]
+    else:
+        in_scope = [lk for lk in links if lk.a.device in obs.devices or lk.b.device in obs.devices]
     report.checked = len(in_scope)
     touched: set[End] = set()
     extra = sorted((e for e in seen if e not in planned), key=lambda e: sorted(e))
@@ -83,13 +88,11 @@ def compare(links: list[Link], obs: Observation, check_speed: bool = True) -> Ca
                     f"{_fmt((l2.b.device, l2.b.port))}, but {_fmt(p)} sees {_fmt(q)} and {_fmt(lp[1])} sees "
                     f"{_fmt(lq[1])}")))
                 continue
-        if not lp and not lq:
+        blamed = [(here, there, end) for here, there, end in ((p, q, lp), (q, p, lq))
+                  if end and _edge(here, end[1]) not in seen]
+        if not blamed:
             report.findings.append(Finding("unexpected", [], f"unexpected cable {_fmt(p)} - {_fmt(q)}: not planned"))
-            continue
-        for here, there, plan_end in ((p, q, lp), (q, p, lq)):
-            if not plan_end:
-                continue
-            link, want = plan_end
+        for here, there, (link, want) in blamed:
             kind = "wrong-port" if want[0] == there[0] else "wrong-switch"
             report.findings.append(Finding(kind, [link.id], (
                 f"cable {link.id} from {_fmt(here)} should reach {_fmt(want)} but reaches {_fmt(there)}")))

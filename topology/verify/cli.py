@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from topology.plan import Link
 from topology.verify.cabling import CablingReport, compare
 from topology.verify.ibnet import IbnetFormatError, parse_ibnetdiscover
 from topology.verify.lldp import LldpFormatError, load_lldp
@@ -36,6 +37,8 @@ def cabling(
     ibnetdiscover: Annotated[Path | None, typer.Option(help="ibnetdiscover output")] = None,
     out: Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")] = None,
     speed: Annotated[bool, typer.Option(help="flag cables running at another speed than planned")] = True,
+    partial: Annotated[bool, typer.Option(help="judge only cables with both ends in the input (a partial "
+                                                "collection or a lab); otherwise one observed end suffices")] = False,
 ) -> None:
     """Print a miswire report: swapped, wrong switch/port, missing, unexpected, wrong speed. Exit 1 on any."""
     console, err = Console(), Console(stderr=True)
@@ -44,19 +47,26 @@ def cabling(
         raise typer.Exit(2)
     try:
         plan, _ = load_generated_plan(cluster, out)
-        obs = Observation()
+        ib = plan.cluster.fabric == "infiniband"
+        runs: list[tuple[str, list[Link], Observation]] = []
         if lldp is not None:
-            obs.merge(load_lldp(lldp, PlanNames(plan)))
+            links = [lk for lk in plan.links if not (ib and lk.fabric == "compute")]
+            runs.append(("LLDP", links, load_lldp(lldp, PlanNames(plan))))
         if ibnetdiscover is not None:
-            obs.merge(parse_ibnetdiscover(ibnetdiscover.read_text(), plan, str(ibnetdiscover)))
+            links = [lk for lk in plan.links if lk.fabric == "compute"]
+            runs.append(("ibnetdiscover", links, parse_ibnetdiscover(ibnetdiscover.read_text(), plan,
+                                                                      str(ibnetdiscover))))
     except (MissingBuild, LldpFormatError, IbnetFormatError, OSError) as exc:
         err.print(f"[red]error[/red] {exc}")
         raise typer.Exit(2) from None
-    report = compare(plan.links, obs, check_speed=speed)
-    for u in report.unresolved:
-        err.print(f"[yellow]note[/yellow] {u}", highlight=False)
-    if report.findings:
-        console.print(report_table(report, f"{plan.cluster.name}: cabling mismatches"))
-    console.print(f"{len(obs.devices)} devices observed, {report.checked} planned cables in view, "
-                  f"{report.matched} match, {len(report.findings)} findings", highlight=False)
-    raise typer.Exit(0 if report.ok else 1)
+    ok = True
+    for source, links, obs in runs:
+        report = compare(links, obs, check_speed=speed, partial=partial)
+        for u in report.unresolved:
+            err.print(f"[yellow]note[/yellow] {u}", highlight=False)
+        if report.findings:
+            console.print(report_table(report, f"{plan.cluster.name}: cabling mismatches ({source})"))
+        console.print(f"{source}: {len(obs.devices)} devices observed, {report.checked} planned cables in view, "
+                      f"{report.matched} match, {len(report.findings)} findings", highlight=False)
+        ok = ok and report.ok
+    raise typer.Exit(0 if ok else 1)
