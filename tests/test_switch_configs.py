@@ -14,7 +14,7 @@ import yaml
 
 from tests.conftest import ROOT, plan_of, require_tool, run_cli
 from topology.build import build_plan
-from topology.render.switch_model import build_models
+from topology.render.switch_model import IncompletePlan, PlanIndex, build_models, build_switch
 from topology.spec import load_spec
 
 SPECS = ROOT / "tests" / "specs"
@@ -274,7 +274,13 @@ def test_pair_system_mac_needs_no_peer_so_limited_builds_agree():
     assert full and len(set(full.values())) == len(full) // 2, "one system MAC per pair, distinct between pairs"
     for name, mac in full.items():
         assert full[next(m.pair.peer for m in build_models(plan) if m.hostname == name)] == mac
-    plan.devices = [d for d in plan.devices if d.name == "su001-stor-leaf1b"]
-    plan.links = [lk for lk in plan.links if "su001-stor-leaf1b" in (lk.a.device, lk.b.device)]
-    (alone,) = build_models(plan)
+    plan.devices = [d for d in plan.devices if d.name == "su001-stor-leaf1b" or d.role == "storage-spine"]
+    alone = build_switch(plan.device_index()["su001-stor-leaf1b"], PlanIndex(plan))
     assert alone.pair.sys_mac == full["su001-stor-leaf1b"] == full["su001-stor-leaf1a"]
+
+
+def test_a_switch_whose_cable_peer_is_missing_is_refused_not_rendered_without_neighbours():
+    plan = plan_of("roce-a800-4nic")
+    plan.devices = [d for d in plan.devices if d.name.startswith("su001-leaf")]
+    with pytest.raises(IncompletePlan, match=r"su001-leaf-r0:Ethernet\d+ is cabled to spine0\d, which is not in"):
+        list(build_models(plan))

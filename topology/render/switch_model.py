@@ -144,6 +144,10 @@ class SwitchConfig:
         raise KeyError(name)
 
 
+class IncompletePlan(ValueError):
+    pass
+
+
 class PlanIndex:
     """Look-ups over the whole plan, built once and shared by every switch."""
 
@@ -233,6 +237,10 @@ def build_switch(dev: Device, idx: PlanIndex) -> SwitchConfig:
         interfaces.append(iface)
         if role == "mgmt" and peer is not None and peer.host_subnets:
             mgmt_gateway = peer.host_subnets[0].gateway
+        if far is not None and peer is None and far[0].tier.endswith(("spine", "superspine")):
+            raise IncompletePlan(f"{dev.name}:{port.name} is cabled to {far[1]}, which is not in the plan: a switch "
+                                 "configuration needs the switches at the far end of its fabric links "
+                                 "(keep them when filtering devices)")
         if role in ("uplink", "downlink") and peer is not None:
             peers.setdefault(peer.name, PeerDevice(peer.name, peer.role, peer.model, peer.loopback,
                                                    peer.mgmt_address))
