@@ -284,3 +284,25 @@ def test_a_switch_whose_cable_peer_is_missing_is_refused_not_rendered_without_ne
     plan.devices = [d for d in plan.devices if d.name.startswith("su001-leaf")]
     with pytest.raises(IncompletePlan, match=r"su001-leaf-r0:Ethernet\d+ is cabled to spine0\d, which is not in"):
         list(build_models(plan))
+
+
+def test_growth_leaves_existing_leaf_configs_byte_identical(tmp_path):
+    """Adding an SU must not touch a configured leaf; spines only gain the new sessions."""
+    spec = (ROOT / "inventory" / "roce-a800-4nic" / "cluster.yaml").read_text()
+    assert "count: 2" in spec
+    grown = tmp_path / "grown.yaml"
+    grown.write_text(spec.replace("count: 2", "count: 3"))
+    run_cli("build", str(ROOT / "inventory" / "roce-a800-4nic" / "cluster.yaml"), "--out", str(tmp_path / "a"),
+            "--only", "sonic")
+    run_cli("build", str(grown), "--out", str(tmp_path / "b"), "--only", "sonic")
+    before, after = tmp_path / "a" / "configs", tmp_path / "b" / "configs"
+    assert {p.name for p in before.iterdir()} < {p.name for p in after.iterdir()}
+    for sw in before.iterdir():
+        db = json.loads((sw / "config_db.json").read_text())
+        if db["DEVICE_METADATA"]["localhost"]["type"].endswith(("ToRRouter", "MgmtToRRouter")):
+            for f in ("config_db.json", "frr.conf"):
+                assert (sw / f).read_bytes() == (after / sw.name / f).read_bytes(), f"{sw.name}/{f} changed"
+        else:
+            old = set((sw / "frr.conf").read_text().splitlines())
+            new = set((after / sw.name / "frr.conf").read_text().splitlines())
+            assert old <= new, f"{sw.name} lost {sorted(old - new)[:3]}"
