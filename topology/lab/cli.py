@@ -75,8 +75,12 @@ def up(
         state, timings = runner.up(topo, folder / "configs", options, _console().print)
     except (ScopeError, runner.LabError, CommandError) as exc:
         raise _err(str(exc)) from None
-    with checks.FabricFib(topo) as fibs:
-        converged = checks.wait_fib(fibs, checks.expected_fib(topo, set()), timeout=wait)
+    try:
+        with runner.interruptible(), checks.FabricFib(topo) as fibs:
+            converged = checks.wait_fib(fibs, checks.expected_fib(topo, set()), timeout=wait)
+    except KeyboardInterrupt:
+        runner.down(state, topo, _console().print)
+        raise
     c = _console()
     for row in checks.config_rows(state, topo):
         if not row.ok:
@@ -87,7 +91,7 @@ def up(
                "mem_per_switch_mib": round(memory_per_switch_mib(state, topo), 1)}
     state.options["bringup"] = summary
     state.save()
-    c.print(json.dumps(summary), highlight=False)
+    typer.echo(json.dumps(summary))
     if converged is None:
         raise _err(f"kernel FIBs not converged after {wait:.0f} s: `railforge lab check` shows what is missing", 1)
 

@@ -1,0 +1,200 @@
+"""The lab on real daemons: the 2-SU RoCE example in network namespaces, FRR on the generated frr.conf.
+
+Needs root, FRR, lldpd, ping and tc; off CI those skip, under CI=true their absence fails.
+The expectations come from the plan (uplinks per leaf, host addresses), and the kernel is read
+directly here (`ip -j route`, `ping`), not only through `railforge lab check`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from ipaddress import ip_interface
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, plan_of, require_tool, run_cli
+
+CLUSTER = "inventory/roce-a800-4nic"
+NAME = "roce-a800-4nic"
+PREFIX = "rft-"
+TOOLS = ("root", "/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/bfdd", "vtysh", "lldpd", "lldpcli",
+         "ping", "tc")
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+
+def lab(*args: str, out: Path, prefix: str = PREFIX, check: bool = True) -> subprocess.CompletedProcess:
+    return run_cli("lab", *args[:1], CLUSTER, *args[1:], "--out", str(out), "--prefix", prefix, check=check)
+
+
+def namespaces(prefix: str) -> list[str]:
+    out = subprocess.run(["ip", "-j", "netns", "list"], capture_output=True, text=True, check=True).stdout
+    return [n["name"] for n in json.loads(out or "[]") if n["name"].startswith(prefix)]
+
+
+def lab_processes(prefix: str) -> list[str]:
+    """Processes whose command line names this lab's run folder (FRR and lldpd are started with it)."""
+    marker = f"/run/railforge-lab/{prefix}{NAME}"
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if marker in cmd:
+                found.append(f"{pid}: {cmd}")
+    return found
+
+
+def lldp_neighbour(folder: Path, device: str, port: str) -> tuple[str, str] | None:
+    """(system name, port id) that lldpd of `device` reports on `port`, read from its raw JSON."""
+    interfaces = json.loads((folder / f"{device}.json").read_text())["lldp"].get("interface", [])
+    entries = [e[port] for e in (interfaces if isinstance(interfaces, list) else [interfaces]) if port in e]
+    if len(entries) != 1:
+        return None
+    return next(iter(entries[0]["chassis"])), entries[0]["port"]["id"]["value"]
+
+
+@pytest.fixture(scope="module")
+def generated(built) -> Path:
+    require_tool(*TOOLS)
+    return built(NAME)
+
+
+@pytest.fixture(scope="module")
+def running(generated: Path):
+    if namespaces(PREFIX):
+        pytest.fail(f"namespaces {PREFIX}* exist before the test: {namespaces(PREFIX)}")
+    t0 = time.monotonic()
+    proc = lab("up", out=generated, check=False)
+    elapsed = time.monotonic() - t0
+    try:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        summary = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(f"lab up: {elapsed:.1f} s, {summary}")
+        yield generated
+    finally:
+        lab("down", out=generated, check=False)
+
+
+def test_interrupted_bring_up_leaves_nothing(generated: Path) -> None:
+    prefix = "rfi-"
+    cmd = [sys.executable, "-c", "from topology.cli import app; app()", "lab", "up", CLUSTER, "--out",
+           str(generated), "--prefix", prefix]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    while not lab_processes(prefix) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert lab_processes(prefix), "bring-up never started a daemon"
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode != 0, output
+    assert namespaces(prefix) == [], output
+    assert lab_processes(prefix) == [], output
+    assert not Path(f"/run/railforge-lab/{prefix}{NAME}").exists()
+
+
+def test_fabric_converges_as_planned(running: Path, tmp_path: Path) -> None:
+    plan = plan_of(NAME)
+    spines = [d.name for d in plan.devices if d.role == "spine"]
+    leaves = [d for d in plan.devices if d.role == "leaf"]
+    report = tmp_path / "check.json"
+    proc = lab("check", "--json", str(report), out=running, check=False)
+    rows = json.loads(report.read_text())["rows"]
+    assert proc.returncode == 0, proc.stdout
+    assert all(r["ok"] for r in rows)
+    by_check: dict[str, list[dict]] = {}
+    for r in rows:
+        by_check.setdefault(r["check"], []).append(r)
+    assert len(by_check["bgp"]) == len(leaves) + len(spines)
+    assert len(by_check["frr.conf"]) == len(leaves) + len(spines)
+    assert len(by_check["ping"]) == 2 * 2 * 4  # 2 hosts in SU1 x 2 in SU2 x 4 rails
+    assert by_check["lldp"][0]["observed"] == f"{len(leaves) * 2 + len(leaves) * 16} match"
+
+    # from the kernel directly: every leaf reaches every other leaf's host subnet over all its spine uplinks
+    for leaf in leaves:
+        uplinks = {lk.a.port for lk in plan.links if lk.a.device == leaf.name and lk.b.device in spines}
+        assert len(uplinks) == 16  # 4 spines x 4 parallel links
+        routes = json.loads(subprocess.run(["ip", "-n", f"{PREFIX}{leaf.name}", "-j", "route", "show", "proto", "bgp"],
+                                           capture_output=True, text=True, check=True).stdout)
+        by_dst = {r["dst"]: {h["dev"] for h in r.get("nexthops", [r])} for r in routes}
+        for other in leaves:
+            if other is not leaf:
+                prefix = str(ip_interface(other.host_subnets[0].prefix).network)
+                assert by_dst.get(prefix) == uplinks, f"{leaf.name} -> {prefix}: {by_dst.get(prefix)}"
+
+    # BGP sessions from FRR itself
+    d = Path(f"/run/railforge-lab/{PREFIX}{NAME}/spine01")
+    summary = json.loads(subprocess.run(["vtysh", "--vty_socket", str(d), "-c", "show bgp summary json"],
+                                        capture_output=True, text=True, check=True).stdout)
+    states = [p["state"] for p in summary["ipv4Unicast"]["peers"].values()]
+    assert states.count("Established") == len(leaves) * 4
+
+    # the daemons run the generated file unchanged
+    for sw in ("spine01", "su002-leaf-r3"):
+        copy = Path(f"/run/railforge-lab/{PREFIX}{NAME}/{sw}/frr.conf").read_bytes()
+        assert copy == (running / "configs" / sw / "frr.conf").read_bytes()
+
+    # a host in SU1 reaches a host in SU2 on rail 2, sourced from its rail-2 address
+    a = next(d for d in plan.devices if d.name == "su001-gpu02").rails[2]
+    b = next(d for d in plan.devices if d.name == "su002-gpu01").rails[2]
+    subprocess.run(["ip", "netns", "exec", f"{PREFIX}su001-gpu02", "ping", "-c", "2", "-W", "2", "-I",
+                    a.address.split("/")[0], b.address.split("/")[0]], check=True, capture_output=True)
+
+
+def test_spine_failure_with_bfd_reconverges_fast(running: Path, tmp_path: Path) -> None:
+    report = tmp_path / "fail.json"
+    proc = lab("check", "--fail", "spine=spine01", "--bfd", "both", "--json", str(report), out=running, check=False)
+    result = json.loads(report.read_text())
+    print(proc.stdout)
+    assert proc.returncode == 0, proc.stdout
+    with_bfd = next(m for m in result["failures"] if m["bfd"])
+    without = next(m for m in result["failures"] if not m["bfd"])
+    assert with_bfd["converge_s"] is not None and with_bfd["converge_s"] < 2.0, with_bfd
+    # without BFD only the BGP hold timer (9 s in the generated config) notices a silent spine
+    assert without["converge_s"] is not None and without["converge_s"] > 3.0, without
+    assert with_bfd["restore_s"] is not None and without["restore_s"] is not None
+    print(f"spine01 silent failure: {with_bfd['converge_s']:.2f} s with BFD, {without['converge_s']:.2f} s without")
+
+
+def test_swapped_cables_are_named_from_real_lldp(running: Path, tmp_path: Path) -> None:
+    plan = plan_of(NAME)
+    first = next(lk for lk in plan.links if lk.a.device == "su001-leaf-r0" and lk.a.port == "Ethernet64")
+    second = next(lk for lk in plan.links if lk.a.device == "su001-leaf-r1" and lk.a.port == "Ethernet64")
+    before = tmp_path / "before"
+    lab("lldp", str(before), out=running)
+    proc = run_cli("verify", "cabling", CLUSTER, "--out", str(running), "--lldp", str(before), "--partial",
+                   "--no-speed", check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    lab("swap", first.id, second.id, out=running)
+    deadline = time.monotonic() + 30
+    while True:  # until both leaves' lldpd have heard their new neighbours (and dropped the old ones)
+        after = tmp_path / f"after-{int(time.monotonic() * 1000)}"
+        lab("lldp", str(after), out=running)
+        views = [lldp_neighbour(after, lk.a.device, lk.a.port) for lk in (first, second)]
+        if views == [(second.b.device, second.b.port), (first.b.device, first.b.port)]:
+            break
+        assert time.monotonic() < deadline, f"LLDP still shows {views} after the swap"
+        time.sleep(1)
+    proc = run_cli("verify", "cabling", CLUSTER, "--out", str(running), "--lldp", str(after), "--partial",
+                   "--no-speed", check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "swapped" in proc.stdout and first.id in proc.stdout and second.id in proc.stdout, proc.stdout
+    assert "1 findings" in proc.stdout, proc.stdout
+
+
+def test_down_removes_every_namespace_and_process(running: Path) -> None:
+    assert namespaces(PREFIX)
+    lab("down", out=running)
+    assert namespaces(PREFIX) == []
+    assert lab_processes(PREFIX) == []
+    assert not Path(f"/run/railforge-lab/{PREFIX}{NAME}").exists()
+    again = lab("down", out=running, check=False)
+    assert again.returncode == 0, again.stderr
