@@ -198,3 +198,34 @@ def test_down_removes_every_namespace_and_process(running: Path) -> None:
     assert not Path(f"/run/railforge-lab/{PREFIX}{NAME}").exists()
     again = lab("down", out=running, check=False)
     assert again.returncode == 0, again.stderr
+
+
+def test_unnumbered_uplinks_on_ipv6_link_local(generated: Path, tmp_path: Path) -> None:
+    """The same fabric with `uplinks: unnumbered`: BGP on interfaces (IPv6 link-local, RFC 5549 next hops)."""
+    spec = tmp_path / "unnumbered" / "cluster.yaml"
+    spec.parent.mkdir()
+    text = (ROOT / CLUSTER / "cluster.yaml").read_text()
+    assert "uplinks: numbered" in text
+    spec.write_text(text.replace("uplinks: numbered", "uplinks: unnumbered"))
+    out = tmp_path / "unnumbered" / "generated"
+    run_cli("build", str(spec), "--out", str(out))
+    plan_ports = json.loads((out / "plan.json").read_text())["devices"]
+    leaf = next(d for d in plan_ports if d["name"] == "su001-leaf-r0")
+    assert all(p["address"] is None for p in leaf["ports"] if p["name"] == "Ethernet64")
+    prefix = "rfu-"
+    args = (str(spec.parent), "--out", str(out), "--prefix", prefix)
+    try:
+        run_cli("lab", "up", *args, "--spines", "2", "--hosts-per-su", "1")
+        proc = run_cli("lab", "check", *args, "--json", str(tmp_path / "u.json"), check=False)
+        rows = json.loads((tmp_path / "u.json").read_text())["rows"]
+        assert proc.returncode == 0, proc.stdout
+        assert [r for r in rows if r["check"] == "ecmp" and "x 8 next-hops" in r["expected"]]  # 2 spines x 4 links
+        summary = json.loads(subprocess.run(
+            ["vtysh", "--vty_socket", f"/run/railforge-lab/{prefix}{NAME}/su001-leaf-r0", "-c",
+             "show bgp summary json"], capture_output=True, text=True, check=True).stdout)
+        peers = summary["ipv4Unicast"]["peers"]
+        established = sorted(k for k, v in peers.items() if v["state"] == "Established")
+        assert established == sorted(f"Ethernet{n}" for n in (64, 68, 80, 84, 96, 100, 112, 116))
+    finally:
+        run_cli("lab", "down", *args, check=False)
+    assert namespaces(prefix) == [] and lab_processes(prefix) == []
