@@ -40,18 +40,17 @@ def summary_rows(links: list[Link]) -> list[tuple]:
     return out
 
 
-def _pull_rows(idx: PlanIndex, links: list[Link]) -> dict[str, list[tuple]]:
+def _pull_rows(cable_rows: list[tuple]) -> dict[str, list[tuple]]:
     per_rack: dict[str, list[tuple]] = defaultdict(list)
-    for link in links:
-        row = idx.cable_row(link)
-        a_rack, b_rack = row[5], row[10]
+    for row in cable_rows:
+        cable, a_rack, b_rack = row[0], row[5], row[10]
         a = row[5:10]
         b = row[10:15]
         tail = (row[15], row[16], row[20])
         leaves = "yes" if a_rack != b_rack else "no"
-        per_rack[a_rack].append((link.id, *a[1:], *b, *tail, leaves))
+        per_rack[a_rack].append((cable, *a[1:], *b, *tail, leaves))
         if b_rack != a_rack:
-            per_rack[b_rack].append((link.id, *b[1:], *a, *tail, leaves))
+            per_rack[b_rack].append((cable, *b[1:], *a, *tail, leaves))
     return per_rack
 
 
@@ -63,6 +62,7 @@ def render(plan: Plan, out: Output) -> None:
     for r in summary_rows(links):
         summary.add(r)
     sheets: dict[str, Sheet] = {}
+    cable_rows = []
     with out.open("cabling.csv") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(CABLE_COLUMNS)
@@ -71,6 +71,7 @@ def render(plan: Plan, out: Output) -> None:
             if sheet is None:
                 sheet = sheets[link.fabric] = wb.sheet(link.fabric, CABLE_COLUMNS)
             row = idx.cable_row(link)
+            cable_rows.append(row)
             w.writerow(row)
             sheet.add(row)
     rows, usage = address_table(plan)
@@ -81,7 +82,7 @@ def render(plan: Plan, out: Output) -> None:
     for u in usage:
         pools.add(pool_row(u))
     wb.close()
-    for rack, prow in sorted(_pull_rows(idx, links).items()):
+    for rack, prow in sorted(_pull_rows(cable_rows).items()):
         prow.sort(key=lambda r: (-r[1], r[2], r[0]))
         with out.open(f"pull-sheets/{rack}.csv") as fh:
             w = csv.writer(fh, lineterminator="\n")

@@ -18,7 +18,7 @@ REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 PKG_REL = "http://schemas.openxmlformats.org/package/2006/relationships"
 SHEET_CT = "application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"
 MAX_WIDTH = 48
-CACHE_CELLS = 200_000
+CACHE_CELLS = 50_000
 EPOCH = (1980, 1, 1, 0, 0, 0)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
@@ -63,43 +63,37 @@ def _text(v: str) -> str:
 
 
 class Sheet:
+    """Rows of one worksheet. Cells carry no `r` reference (optional in SpreadsheetML: they are sequential, empty
+    ones written as <c/>), so each distinct value of a column is serialised once and reused."""
+
     def __init__(self, book: Workbook, name: str, columns: tuple[str, ...]):
         self.book, self.name, self.columns = book, name, columns
         self.letters = [column_letter(i) for i in range(len(columns))]
         self.widths = [len(c) + 2 for c in columns]
+        self.caches: list[dict] = [{None: "<c/>", "": "<c/>"} for _ in columns]
         self.tmp = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self.rows = 0
-        self._row(columns, ' s="1"')
+        self.tmp.write("<row>" + "".join(f'<c t="inlineStr" s="1">{_text(c)}</c>' for c in columns) + "</row>")
+        self.rows = 1
 
-    def _row(self, values, style: str = "") -> None:
-        self.rows += 1
-        r = str(self.rows)
-        parts = [f'<row r="{r}">']
-        widths, letters, cache = self.widths, self.letters, self.book.cells
-        for c, v in enumerate(values):
-            if v is None or v == "":
-                continue
-            if v.__class__ is str:
-                body = cache.get(v) if not style else None
-                if body is None:
-                    body = f' t="inlineStr"{style}>{_text(v)}</c>'
-                    if not style:
-                        if len(cache) > CACHE_CELLS:
-                            cache.clear()
-                        cache[v] = body
-                n = len(v)
-            else:
-                num = repr(v) if v.__class__ is float else str(int(v))
-                body = f"{style}><v>{num}</v></c>"
-                n = len(num)
-            parts.append(f'<c r="{letters[c]}{r}"{body}')
-            if n + 2 > widths[c]:
-                widths[c] = n + 2
-        parts.append("</row>")
-        self.tmp.write("".join(parts))
+    def _cell(self, c: int, v) -> str:
+        if isinstance(v, str):
+            xml = f'<c t="inlineStr">{_text(v)}</c>'
+            n = len(v)
+        else:
+            num = repr(v) if isinstance(v, float) else str(int(v))
+            xml = f"<c><v>{num}</v></c>"
+            n = len(num)
+        if n + 2 > self.widths[c]:
+            self.widths[c] = n + 2
+        cache = self.caches[c]
+        if len(cache) < CACHE_CELLS:
+            cache[v] = xml
+        return xml
 
     def add(self, values: tuple) -> None:
-        self._row(values)
+        caches, cell = self.caches, self._cell
+        self.rows += 1
+        self.tmp.write("<row>" + "".join([caches[c].get(v) or cell(c, v) for c, v in enumerate(values)]) + "</row>")
 
     def close(self) -> None:
         if self.tmp is None:
@@ -124,7 +118,6 @@ class Workbook:
     def __init__(self, path: Path):
         self.zip = zipfile.ZipFile(path, "w")
         self.sheets: list[tuple[str, str]] = []
-        self.cells: dict[str, str] = {}
         self.current: Sheet | None = None
 
     def sheet(self, name: str, columns: tuple[str, ...]) -> Sheet:
