@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import plan_of, run_cli
 from topology.plan import Endpoint, Link, Plan
 from topology.verify.cabling import compare
-from topology.verify.ibnet import IbnetFormatError, parse_ibnetdiscover, parse_nodes
+from topology.verify.ibnet import IbnetFormatError, device_of, ib_port_number, parse_ibnetdiscover, parse_nodes
 from topology.verify.lldp import LldpFormatError, mau_speed_mbps, parse_lldpcli_json, parse_sonic_lldp_table
 from topology.verify.names import PlanNames
 
@@ -248,3 +248,20 @@ def test_lldp_inputs_are_checked(roce_plan: Plan) -> None:
     assert mau_speed_mbps("100GbaseCR4 - 100GBASE-R PCS/PMA over 4 lane shielded copper") == 100000
     assert mau_speed_mbps("1000BaseTFD - Four-pair Category 5 UTP, full duplex mode") == 1000
     assert mau_speed_mbps("unknown") is None
+
+
+def test_port_numbers_agree_with_the_rendered_expected_topology(ib_plan: Plan, built) -> None:
+    """configs/opensm/expected-topology.txt (the configs renderer) and this verifier number IB ports and
+    name nodes the same way, so their reports about one fabric can be read side by side."""
+    rows = [line.split("\t") for line in (built(IB) / "configs/opensm/expected-topology.txt").read_text().splitlines()
+            if line and not line.startswith("#")]
+    ports = {(d.name, p.name): p for d in ib_plan.devices for p in d.ports}
+    devices = {d.name: d for d in ib_plan.devices if d.fabric == "compute"}
+    assert len(rows) == sum(1 for lk in ib_plan.links if lk.fabric == "compute")
+    for cable, a_node, a_port, b_node, b_port, _, a_name, b_name in rows:
+        for node, number, name in ((a_node, a_port, a_name), (b_node, b_port, b_name)):
+            device, port = name.split(":", 1)
+            dev = device_of(node, devices)
+            assert dev is not None and dev.name == device, (cable, node)
+            if dev.role in ("leaf", "spine"):
+                assert ib_port_number(ports[(device, port)]) == int(number), (cable, name, number)

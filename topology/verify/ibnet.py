@@ -51,7 +51,7 @@ def ib_port_number(port: Port) -> int:
     return port.index * split + port.sub + 1
 
 
-def _device_of(desc: str, known: dict[str, Device]) -> Device | None:
+def device_of(desc: str, known: dict[str, Device]) -> Device | None:
     if desc in known:
         return known[desc]
     for token in re.split(r"[;:\s/,]+", desc):
@@ -109,7 +109,7 @@ def parse_ibnetdiscover(text: str, plan: Plan, source: str = "ibnetdiscover") ->
             return where[(guid, port)]
         node = nodes.get(guid)
         result = None
-        dev = _device_of(node.desc, known) if node else None
+        dev = device_of(node.desc, known) if node else None
         if node and dev:
             if node.kind == "Switch":
                 name = next((p.name for p in dev.ports if ib_port_number(p) == port and not p.address),
@@ -122,7 +122,7 @@ def parse_ibnetdiscover(text: str, plan: Plan, source: str = "ibnetdiscover") ->
 
     for guid in nodes:
         node = nodes[guid]
-        dev = _device_of(node.desc, known)
+        dev = device_of(node.desc, known)
         if dev:
             obs.devices.add(dev.name)
         else:
