@@ -9,9 +9,10 @@ defaults (`config qos reload`), which is why BUFFER_POOL and BUFFER_PROFILE are 
 
 Routing is FRR in `docker_routing_config_mode: split-unified`: SONiC renders no routing config
 and FRR reads the one frr.conf written here (plain `split` would expect bgpd.conf/zebra.conf).
-frr.conf carries no interface addresses: on SONiC they come from config_db.json (INTERFACE,
-LOOPBACK_INTERFACE, VLAN_INTERFACE), and anything else that runs it (the lab) applies the same
-addresses from the switch model.
+frr.conf is an integrated configuration: FRR boots it through `vtysh -b` (as SONiC and FRR's own
+init do), which hands every line to the daemon that owns it. It carries no interface addresses: on
+SONiC they come from config_db.json (INTERFACE, LOOPBACK_INTERFACE, VLAN_INTERFACE), and anything
+else that runs it (the lab) applies the same addresses from the plan.
 """
 
 from __future__ import annotations
