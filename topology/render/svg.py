@@ -4,6 +4,7 @@ stays a few hundred shapes."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from xml.sax.saxutils import escape
 
@@ -19,7 +20,7 @@ TIERS = {
 TIER_TITLES = {"superspine": "super-spine", "spine": "spine", "leaf": "leaf"}
 MAX_BLOCKS = 16
 MAX_LABELLED_BUNDLES = 40
-BOX_W, BOX_H, GAP, ROW_H, MARGIN, LEFT = 120, 44, 14, 150, 20, 170
+BOX_W, BOX_H, GAP, ROW_H, MARGIN = 120, 44, 14, 150, 20
 COLOURS = ("#4472C4", "#70AD47", "#ED7D31", "#7F7F7F")
 
 
@@ -29,6 +30,10 @@ def _block(dev: Device, row: int) -> str:
     if row >= 2:
         return "core"
     return dev.plane or dev.group or dev.role
+
+
+def natural(text: str) -> list:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]
 
 
 def _bucket(keys: list[str]) -> dict[str, str]:
@@ -74,16 +79,17 @@ def _panel(plan: Plan, fabric: str, devices: dict[str, Device], y0: int) -> tupl
             a, b = b, a
         bundle[(a, b, link.speed_mbps)][0] += 1
 
-    merged = [_bucket(sorted(rb)) for rb in blocks]
+    merged = [_bucket(sorted(rb, key=natural)) for rb in blocks]
     rows_used = [i for i in range(host_row + 1) if blocks[i]]
     shapes: list[str] = []
     width = 0
     pos: dict[tuple[int, str], tuple[int, int]] = {}
     title_y = y0 + 24
     shapes.append(f'<text x="{MARGIN}" y="{title_y}" class="title">{escape(fabric)} fabric</text>')
+    y0 += 20
     for n, row in enumerate(rows_used):
         y = y0 + 50 + n * ROW_H
-        names = sorted(set(merged[row].values()), key=lambda k: min(x for x, v in merged[row].items() if v == k))
+        names = list(dict.fromkeys(merged[row][k] for k in sorted(blocks[row], key=natural)))
         counts: dict[str, list[Device]] = defaultdict(list)
         for k, devs in blocks[row].items():
             counts[merged[row][k]].extend(devs)
@@ -95,9 +101,9 @@ def _panel(plan: Plan, fabric: str, devices: dict[str, Device], y0: int) -> tupl
         else:
             hosts = [d for v in counts.values() for d in v]
             label = f"SU / endpoints: {len(hosts)}"
-        shapes.append(f'<text x="{MARGIN}" y="{y + BOX_H // 2 + 5}" class="tier">{escape(label)}</text>')
+        shapes.append(f'<text x="{MARGIN}" y="{y - 8}" class="tier">{escape(label)}</text>')
         for i, name in enumerate(names):
-            x = LEFT + i * (BOX_W + GAP)
+            x = MARGIN + i * (BOX_W + GAP)
             pos[(row, name)] = (x + BOX_W // 2, y)
             devs = counts[name]
             roles = defaultdict(int)
@@ -108,7 +114,8 @@ def _panel(plan: Plan, fabric: str, devices: dict[str, Device], y0: int) -> tupl
                           f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="6" '
                           f'fill="{COLOURS[min(row, 3)]}"/>'
                           f'<text x="{x + BOX_W // 2}" y="{y + 18}" class="box">{escape(name)}</text>'
-                          f'<text x="{x + BOX_W // 2}" y="{y + 35}" class="box small">{len(devs)} devices</text></g>')
+                          f'<text x="{x + BOX_W // 2}" y="{y + 35}" class="box small">{len(devs)} '
+                          f'{"device" if len(devs) == 1 else "devices"}</text></g>')
             width = max(width, x + BOX_W + MARGIN)
     drawn: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
     for ((ra, ka), (rb, kb), mbps), (count, _) in bundle.items():
@@ -125,7 +132,8 @@ def _panel(plan: Plan, fabric: str, devices: dict[str, Device], y0: int) -> tupl
         lines.append(f'<line x1="{xa}" y1="{ya}" x2="{xb}" y2="{yb}"><title>{escape(a[1])} – {escape(b[1])}: '
                      f'{text}</title></line>')
         if label_all and a[0] != b[0]:
-            labels.append(f'<text x="{(xa + xb) // 2}" y="{(ya + yb) // 2}" class="bundle">{text}</text>')
+            lx, ly = (2 * xa + 3 * xb) // 5, (2 * ya + 3 * yb) // 5
+            labels.append(f'<text x="{lx}" y="{ly}" class="bundle">{text}</text>')
     bottom = y0 + 50 + (len(rows_used) - 1) * ROW_H + BOX_H + 20
     for i, ((ra, rb, mbps), count) in enumerate(sorted(totals.items())):
         name_a = "SU / endpoints" if ra == host_row else tiers[ra][0]
@@ -151,7 +159,7 @@ def fabric_svg(plan: Plan) -> str:
         f'viewBox="0 0 {width} {y + 20}" font-family="sans-serif">',
         f"<title>{escape(c.name)}: {c.gpus} GPUs, {c.fabric} {c.tiers}-tier {c.mode}</title>",
         "<style>.title{font-size:18px;font-weight:bold}.tier{font-size:12px}.box{font-size:11px;fill:#fff;"
-        "text-anchor:middle}.small{font-size:10px}.bundle{font-size:10px;fill:#333;text-anchor:middle}"
+        "text-anchor:middle}.small{font-size:10px}.bundle{font-size:10px;fill:#333;text-anchor:middle;paint-order:stroke;stroke:#fff;stroke-width:3px}"
         ".sum{font-size:12px;fill:#333}.links line{stroke:#999;stroke-width:1}</style>",
     ]
     return "\n".join(head + body + ["</svg>"]) + "\n"
