@@ -114,6 +114,13 @@ def test_unnumbered_session_comes_up_and_loopbacks_reach_each_other(tmp_path):
         assert ping.returncode == 0, ping.stdout + ping.stderr
         received = set(_vtysh_json(runs[SPINE], "show ip route bgp json"))
         assert received == {leaf.loopback}, f"the spine learned {received}; the leaf has only its loopback up"
+        deadline, bfd = time.monotonic() + 30, []
+        while time.monotonic() < deadline and not any(p.get("status") == "up" for p in bfd):
+            out = _sh("vtysh", "--vty_socket", str(runs[LEAF]), "-c", "show bfd peers json", check=False).stdout
+            bfd = json.loads(out) if out.strip().startswith("[") else []
+            time.sleep(0.5)
+        up = [p for p in bfd if p.get("status") == "up" and p.get("interface") == uplink.interface]
+        assert up and up[0]["detect-multiplier"] == 3 and up[0]["transmit-interval"] == 300, bfd
         peer = _vtysh_json(runs[LEAF], f"show bgp neighbors {uplink.interface} json")[uplink.interface]
         assert peer["remoteAs"] == spine.asn and peer["localAs"] == leaf.asn
     finally:
