@@ -20,6 +20,7 @@ from topology.verify.names import PlanNames
 from topology.verify.observed import Observation
 
 RTPROT_BGP = 186
+PING_PARALLEL = 64
 Fib = dict[str, dict[str, set[str]]]  # device -> prefix -> local ports of the next hops
 
 
@@ -175,14 +176,17 @@ def ping_pairs(topo: LabTopology) -> list[tuple[str, str, str, str, int]]:
     return pairs
 
 
-def ping_rows(topo: LabTopology) -> list[Row]:
-    pairs = ping_pairs(topo)
-    procs = [subprocess.Popen(in_ns(topo.ns(a), "ping", "-n", "-q", "-c", "3", "-i", "0.2", "-W", "1", "-I", src, dst),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for a, src, _, dst, _ in pairs]
+def ping_rows(topo: LabTopology, parallel: int = PING_PARALLEL) -> list[Row]:
     rows = []
-    for (a, src, b, dst, rail), proc in zip(pairs, procs, strict=True):
-        ok = proc.wait(timeout=30) == 0
-        rows.append(Row("ping", f"{a} -> {b} rail{rail}", f"{src} -> {dst}", "reply" if ok else "no reply", ok))
+    pairs = ping_pairs(topo)
+    for start in range(0, len(pairs), parallel):
+        chunk = pairs[start:start + parallel]
+        procs = [subprocess.Popen(in_ns(topo.ns(a), "ping", "-n", "-q", "-c", "3", "-i", "0.2", "-W", "1", "-I", src,
+                                        dst), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for a, src, _, dst, _ in chunk]
+        for (a, src, b, dst, rail), proc in zip(chunk, procs, strict=True):
+            ok = proc.wait(timeout=30) == 0
+            rows.append(Row("ping", f"{a} -> {b} rail{rail}", f"{src} -> {dst}", "reply" if ok else "no reply", ok))
     return rows
 
 

@@ -150,7 +150,8 @@ def check(
         except ScopeError as exc:
             raise _err(str(exc)) from None
         for with_bfd in {"on": [True], "off": [False], "both": [True, False]}[bfd]:
-            m = failure.measure(state, topo, fibs, target, how, with_bfd, timeout)
+            with runner.interruptible():  # SIGTERM too repairs the failure (measure's finally) before exiting
+                m = failure.measure(state, topo, fibs, target, how, with_bfd, timeout)
             measurements.append(m)
             took = f"{m.converge_s:.2f} s" if m.converge_s is not None else f"more than {timeout:.0f} s"
             back = f"{m.restore_s:.2f} s" if m.restore_s is not None else "never"
