@@ -123,3 +123,21 @@ def test_pull_sheets_list_every_cable_touching_the_rack(built):
             assert r["leaves_rack"] == ("yes" if r["remote_rack"] != rack else "no")
         us = [int(r["local_u"]) for r in rows]
         assert us == sorted(us, reverse=True)
+
+
+def test_workbook_writer_escapes_text_and_continues_past_the_row_limit(tmp_path, monkeypatch):
+    from topology.render import xlsx
+
+    monkeypatch.setattr(xlsx, "MAX_ROWS", 4)
+    wb = xlsx.Workbook(tmp_path / "t.xlsx")
+    sheet, names = wb.sheet("t", ("n", "text", "empty")), ["t"]
+    for i in range(7):
+        if sheet.full:
+            names.append(f"t-{len(names) + 1}")
+            sheet = wb.sheet(names[-1], ("n", "text", "empty"))
+        sheet.add((i, f" <a&b> {i}", None))
+    wb.close()
+    book = openpyxl.load_workbook(tmp_path / "t.xlsx")
+    assert book.sheetnames == ["t", "t-2", "t-3"]
+    rows = [r for n in book.sheetnames for r in list(book[n].iter_rows(values_only=True))[1:]]
+    assert rows == [(i, f" <a&b> {i}", None) for i in range(7)]

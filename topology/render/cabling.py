@@ -4,7 +4,7 @@ cabling.csv with the same cable rows, and one pull sheet per rack (what leaves t
 from __future__ import annotations
 
 import csv
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from topology.output import Output
 from topology.plan import Link, Plan
@@ -62,14 +62,17 @@ def render(plan: Plan, out: Output) -> None:
     for r in summary_rows(links):
         summary.add(r)
     sheets: dict[str, Sheet] = {}
+    parts: Counter = Counter()
     cable_rows = []
     with out.open("cabling.csv") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(CABLE_COLUMNS)
         for link in links:
             sheet = sheets.get(link.fabric)
-            if sheet is None:
-                sheet = sheets[link.fabric] = wb.sheet(link.fabric, CABLE_COLUMNS)
+            if sheet is None or sheet.full:
+                parts[link.fabric] += 1
+                name = link.fabric if parts[link.fabric] == 1 else f"{link.fabric}-{parts[link.fabric]}"
+                sheet = sheets[link.fabric] = wb.sheet(name, CABLE_COLUMNS)
             row = idx.cable_row(link)
             cable_rows.append(row)
             w.writerow(row)
@@ -77,6 +80,9 @@ def render(plan: Plan, out: Output) -> None:
     rows, usage = address_table(plan)
     ip = wb.sheet("ip-plan", ADDRESS_COLUMNS)
     for r in rows:
+        if ip.full:
+            parts["ip-plan"] += 1
+            ip = wb.sheet(f"ip-plan-{parts['ip-plan'] + 1}", ADDRESS_COLUMNS)
         ip.add(r)
     pools = wb.sheet("pools", POOL_COLUMNS)
     for u in usage:

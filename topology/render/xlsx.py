@@ -19,6 +19,7 @@ PKG_REL = "http://schemas.openxmlformats.org/package/2006/relationships"
 SHEET_CT = "application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"
 MAX_WIDTH = 48
 CACHE_CELLS = 50_000
+MAX_ROWS = 1_048_576
 EPOCH = (1980, 1, 1, 0, 0, 0)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
@@ -89,6 +90,11 @@ class Sheet:
         if len(cache) < CACHE_CELLS:
             cache[v] = xml
         return xml
+
+    @property
+    def full(self) -> bool:
+        """Excel opens at most MAX_ROWS rows per sheet; continue in another sheet past that."""
+        return self.rows >= MAX_ROWS
 
     def add(self, values: tuple) -> None:
         caches, cell = self.caches, self._cell
