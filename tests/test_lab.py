@@ -19,13 +19,43 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, plan_of, require_tool, run_cli
+from topology.lab.checks import expected_fib
+from topology.lab.scope import ScopeError, lab_topology
 
 CLUSTER = "inventory/roce-a800-4nic"
 NAME = "roce-a800-4nic"
 PREFIX = "rft-"
 TOOLS = ("root", "/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/bfdd", "vtysh", "lldpd", "lldpcli",
          "ping", "tc")
-pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+
+def test_scope_and_expected_paths_follow_the_plan() -> None:
+    """Without root: which devices the lab keeps, and which next hops each FIB must hold."""
+    plan = plan_of(NAME)
+    topo = lab_topology(plan, sus=2, spines="all", hosts_per_su=2, prefix=PREFIX)
+    assert len(topo.leaves()) == 8 and len(topo.spines()) == 4 and len(topo.hosts) == 4
+    assert len(topo.links) == 8 * 16 + 4 * 4
+    assert topo.ns("su001-leaf-r0") == "rft-su001-leaf-r0"
+    full = expected_fib(topo, set())
+    assert {len(p) for p in full["su001-leaf-r0"].values()} == {16}
+    assert len(full["su001-leaf-r0"]) == 7 and len(full["spine01"]) == 8
+    spine01 = {lk.id for lk in topo.links if "spine01" in (lk.a.device, lk.b.device)}
+    assert {len(p) for p in expected_fib(topo, spine01)["su002-leaf-r3"].values()} == {12}
+    one = next(lk for lk in topo.links if lk.a.device == "su001-leaf-r0" and lk.a.port == "Ethernet64")
+    after = expected_fib(topo, {one.id})
+    assert {len(p) for p in after["su001-leaf-r0"].values()} == {15}
+    assert len(after["su002-leaf-r0"]["100.64.0.0/24"]) == 16  # spine01 still reaches r0 over 3 cables
+    assert len(after["spine01"]["100.64.0.0/24"]) == 3
+    small = lab_topology(plan, sus=1, spines="2", hosts_per_su=1, prefix=PREFIX)
+    assert [s.name for s in small.spines()] == ["spine01", "spine02"] and len(small.links) == 4 * 8 + 4
+    with pytest.raises(ScopeError, match="--spines"):
+        lab_topology(plan, spines="9")
+    with pytest.raises(ScopeError, match="--sus"):
+        lab_topology(plan, sus=3)
+    with pytest.raises(ScopeError, match="infiniband"):
+        lab_topology(plan_of("dgx-h100-4su"))
+    with pytest.raises(ScopeError, match="3 tiers"):
+        lab_topology(plan_of("roce-16k-railplane"))
 
 
 def lab(*args: str, out: Path, prefix: str = PREFIX, check: bool = True) -> subprocess.CompletedProcess:
@@ -83,6 +113,8 @@ def running(generated: Path):
         lab("down", out=generated, check=False)
 
 
+@pytest.mark.root
+@pytest.mark.slow
 def test_interrupted_bring_up_leaves_nothing(generated: Path) -> None:
     prefix = "rfi-"
     cmd = [sys.executable, "-c", "from topology.cli import app; app()", "lab", "up", CLUSTER, "--out",
@@ -100,6 +132,8 @@ def test_interrupted_bring_up_leaves_nothing(generated: Path) -> None:
     assert not Path(f"/run/railforge-lab/{prefix}{NAME}").exists()
 
 
+@pytest.mark.root
+@pytest.mark.slow
 def test_fabric_converges_as_planned(running: Path, tmp_path: Path) -> None:
     plan = plan_of(NAME)
     spines = [d.name for d in plan.devices if d.role == "spine"]
@@ -148,6 +182,8 @@ def test_fabric_converges_as_planned(running: Path, tmp_path: Path) -> None:
                     a.address.split("/")[0], b.address.split("/")[0]], check=True, capture_output=True)
 
 
+@pytest.mark.root
+@pytest.mark.slow
 def test_spine_failure_with_bfd_reconverges_fast(running: Path, tmp_path: Path) -> None:
     report = tmp_path / "fail.json"
     proc = lab("check", "--fail", "spine=spine01", "--bfd", "both", "--json", str(report), out=running, check=False)
@@ -163,6 +199,8 @@ def test_spine_failure_with_bfd_reconverges_fast(running: Path, tmp_path: Path) 
     print(f"spine01 silent failure: {with_bfd['converge_s']:.2f} s with BFD, {without['converge_s']:.2f} s without")
 
 
+@pytest.mark.root
+@pytest.mark.slow
 def test_swapped_cables_are_named_from_real_lldp(running: Path, tmp_path: Path) -> None:
     plan = plan_of(NAME)
     first = next(lk for lk in plan.links if lk.a.device == "su001-leaf-r0" and lk.a.port == "Ethernet64")
@@ -190,6 +228,8 @@ def test_swapped_cables_are_named_from_real_lldp(running: Path, tmp_path: Path) 
     assert "1 findings" in proc.stdout, proc.stdout
 
 
+@pytest.mark.root
+@pytest.mark.slow
 def test_down_removes_every_namespace_and_process(running: Path) -> None:
     assert namespaces(PREFIX)
     lab("down", out=running)
@@ -200,6 +240,8 @@ def test_down_removes_every_namespace_and_process(running: Path) -> None:
     assert again.returncode == 0, again.stderr
 
 
+@pytest.mark.root
+@pytest.mark.slow
 def test_unnumbered_uplinks_on_ipv6_link_local(generated: Path, tmp_path: Path) -> None:
     """The same fabric with `uplinks: unnumbered`: BGP on interfaces (IPv6 link-local, RFC 5549 next hops)."""
     spec = tmp_path / "unnumbered" / "cluster.yaml"
