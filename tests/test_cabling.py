@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import csv
+import subprocess
 from collections import Counter
 
 import openpyxl
 import pytest
 
-from tests.conftest import plan_of
+from tests.conftest import plan_of, require_tool
 
 FABRIC_SHEETS = ("compute", "storage", "oob")
 HEADER = ["cable", "fabric", "tier", "su", "rail", "a_rack", "a_u", "a_device", "a_port", "a_port_label",
@@ -141,3 +142,20 @@ def test_workbook_writer_escapes_text_and_continues_past_the_row_limit(tmp_path,
     assert book.sheetnames == ["t", "t-2", "t-3"]
     rows = [r for n in book.sheetnames for r in list(book[n].iter_rows(values_only=True))[1:]]
     assert rows == [(i, f" <a&b> {i}", None) for i in range(7)]
+
+
+def test_libreoffice_reads_the_workbook_like_the_csv(built, tmp_path):
+    """A second, independent reader (LibreOffice's XLSX import) sees the same cells as cabling.csv."""
+    require_tool("soffice")
+    out = built("dgx-h100-4su")
+    filt = "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,false,false,false,-1"
+    subprocess.run(["soffice", f"-env:UserInstallation=file://{tmp_path}/profile", "--headless", "--convert-to",
+                    filt, "--outdir", str(tmp_path), str(out / "cabling.xlsx")],
+                   check=True, capture_output=True, timeout=300)
+    assert sorted(p.name for p in tmp_path.glob("cabling-*.csv")) == [
+        f"cabling-{s}.csv" for s in sorted(("summary", "compute", "storage", "oob", "ip-plan", "pools"))]
+    want = [list(r.values()) for r in _csv(out / "cabling.csv")]
+    got = [list(r.values()) for f in FABRIC_SHEETS for r in _csv(tmp_path / f"cabling-{f}.csv")]
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert g[:20] == w[:20] and float(g[20]) == float(w[20])
