@@ -13,7 +13,7 @@ from rich.table import Table
 
 from topology.lab import checks, daemons, fabric, failure, runner
 from topology.lab.scope import LabTopology, ScopeError, lab_topology
-from topology.lab.shell import CommandError
+from topology.lab.shell import CommandError, ns_pids
 from topology.lab.state import LabState, load_state
 from topology.plan import Plan
 from topology.verify.names import PlanNames
@@ -51,10 +51,10 @@ def _running(cluster: Path, out: Path | None, prefix: str) -> tuple[Plan, LabSta
     return plan, state, topo
 
 
-def memory_per_switch_mib(state: LabState, topo: LabTopology) -> float:
-    switches = {topo.ns(s.name) for s in topo.switches}
-    kib = sum(daemons.rss_kib(p.pid) for p in state.processes if p.ns in switches)
-    return kib / 1024 / max(1, len(switches))
+def memory_per_switch_mib(topo: LabTopology) -> float:
+    """Proportional memory of every process in a switch namespace (FRR, lldpd and its privsep child)."""
+    kib = sum(daemons.pss_kib(pid) for s in topo.switches for pid in ns_pids(topo.ns(s.name)))
+    return kib / 1024 / max(1, len(topo.switches))
 
 
 @lab_app.command()
@@ -88,7 +88,7 @@ def up(
     summary = {"switches": len(topo.switches), "hosts": len(topo.hosts), "cables": len(topo.links),
                "setup_s": round(timings.setup_s, 2), "daemons_s": round(timings.daemons_s, 2),
                "converge_s": None if converged is None else round(converged, 2),
-               "mem_per_switch_mib": round(memory_per_switch_mib(state, topo), 1)}
+               "mem_per_switch_mib": round(memory_per_switch_mib(topo), 1)}
     state.options["bringup"] = summary
     state.save()
     typer.echo(json.dumps(summary))

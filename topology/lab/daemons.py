@@ -163,11 +163,12 @@ def _same_ns(pid: int, ns: str) -> bool:
         return False
 
 
-def rss_kib(pid: int) -> int:
+def pss_kib(pid: int) -> int:
+    """Proportional set size: shared library pages split among the processes that map them."""
     try:
-        with open(f"/proc/{pid}/status") as fh:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
             for line in fh:
-                if line.startswith("VmRSS:"):
+                if line.startswith("Pss:"):
                     return int(line.split()[1])
     except OSError:
         pass
