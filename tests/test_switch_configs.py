@@ -242,7 +242,12 @@ def test_nvue_on_the_16k_example_sampled_per_role(built):
     for m in models:
         sample.setdefault(m.role, []).append(m)
     picked = [m for ms in sample.values() for m in (ms[0], ms[len(ms) // 2], ms[-1])]
-    assert _check_nvue(built("roce-16k-railplane") / "configs", picked) >= 6
+    configs = built("roce-16k-railplane") / "configs"
+    assert _check_nvue(configs, picked) >= 6
+    files = sorted(configs.glob("*/startup.yaml"))
+    assert len(files) == len(models)
+    for f in files:
+        assert _load_yaml(f)[1]["set"]["system"]["hostname"] == f.parent.name
     leaf = _nvue_set(built("roce-16k-railplane") / "configs" / "su001-leaf-r0" / "startup.yaml")
     q = plan.qos
     assert leaf["qos"]["roce"]["mode"] == "lossless"
