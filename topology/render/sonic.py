@@ -30,6 +30,7 @@ from topology.render.switch_model import PEERLINK_VLAN, SwitchConfig, build_mode
 QOS_MAP = "RAILFORGE"
 WRED_LOSSLESS = "RAILFORGE_LOSSLESS"
 SAG_MAC = "00:00:5e:00:01:01"
+RS_FEC_MIN_MBPS = 100_000  # 100G and faster (25G/50G PAM4 lanes) run Reed-Solomon FEC
 PEERLINK_PORTCHANNEL = f"PortChannel{PEERLINK_VLAN}"
 DEVICE_TYPES = {
     ("compute", 1): "BackEndToRRouter", ("compute", 2): "BackEndLeafRouter", ("compute", 3): "SpineRouter",
@@ -58,6 +59,8 @@ def _ports(sw: SwitchConfig) -> tuple[dict, dict]:
             continue
         entry = {"admin_status": "up" if i.enabled else "down", "alias": _alias(i), "index": str(i.index + 1),
                  "lanes": ",".join(str(x) for x in i.lanes), "mtu": str(i.mtu), "speed": str(i.speed_mbps)}
+        if i.speed_mbps >= RS_FEC_MIN_MBPS:
+            entry["fec"] = "rs"
         if i.description:
             entry["description"] = i.description
         port[i.name] = entry
