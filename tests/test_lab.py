@@ -227,6 +227,14 @@ def test_swapped_cables_are_named_from_real_lldp(running: Path, tmp_path: Path) 
     assert "swapped" in proc.stdout and first.id in proc.stdout and second.id in proc.stdout, proc.stdout
     assert "1 findings" in proc.stdout, proc.stdout
 
+    # `lab check` fails too: the swapped /31s cannot peer, and LLDP names the swap
+    report = tmp_path / "swapped.json"
+    proc = lab("check", "--json", str(report), out=running, check=False)
+    assert proc.returncode == 1, proc.stdout
+    bad = [r for r in json.loads(report.read_text())["rows"] if not r["ok"]]
+    assert {r["subject"] for r in bad if r["check"] == "bgp"} >= {"su001-leaf-r0", "su001-leaf-r1", "spine01"}
+    assert any(r["check"] == "lldp" and r["expected"] == "swapped" and first.id in r["subject"] for r in bad), bad
+
 
 @pytest.mark.root
 @pytest.mark.slow
