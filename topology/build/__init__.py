@@ -70,7 +70,8 @@ def _build(ctx: BuildContext) -> Plan:
     od = oob.design(ctx, cd.max_sus, slots, cd.rails, sd.pairs_per_unit * sd.per_pair, core_counts)
     ctx.asns["oob"] = AsnRange("oob", spec.addressing.asn.oob, 1 + od.clos.groups + od.clos.leaves_max,
                                "OOB fabric")
-    oob.build(ctx, od, sus, slots, cd.rails, compute_loops + sd.clos.leaves_max + sd.clos.spines_max)
+    oob.build(ctx, od, sus, slots, cd.rails,
+              compute_loops + sd.clos.leaves_max + sd.clos.spines_max + sd.clos.superspines_max)
     _check_asns(ctx)
 
     heights = {

@@ -62,7 +62,9 @@ def build(ctx: BuildContext, d: OobDesign, sus: int, slots: int, rails: int, loo
     pool = ctx.pools["oob"]
     pool.require(d.clos.leaves_max, d.block_len, f"{d.clos.leaves_max} OOB leaves (one management subnet each)")
     uppers = clos.UpperTiers(ctx, d.clos, "oob-", names.oob_spine, names.oob_superspine, "OOB",
-                             d.clos.leaves_max * d.ports_per_leaf, spec.addressing.asn.oob, None, None)
+                             d.clos.leaves_max * d.ports_per_leaf, spec.addressing.asn.oob, loop_base, None)
+    ctx.pools["loopbacks"].require(loop_base + d.clos.leaves_max + d.clos.spines_max + d.clos.superspines_max, 32,
+                                   "compute, storage and OOB switch loopbacks")
     layout = ctx.layout("oob.leaf.model", o.leaf.model, o.nos,
                         [("down", d.down_speed, d.ports_per_leaf), ("up", d.up_speed, o.uplinks_per_leaf)])
     endpoints: dict[int, list[tuple[int, Device]]] = {}
@@ -88,6 +90,7 @@ def build(ctx: BuildContext, d: OobDesign, sus: int, slots: int, rails: int, loo
             dev = Device(names.oob_leaf(row, k + 1), "oob-leaf", "oob", o.leaf.model, o.nos, "", 0,
                          su=row or None, slot=k, ports=ports["down"] + ports["up"] + ports["unused"],
                          asn=uppers.leaf_asn(idx))
+            uppers.leaf_loopback(dev, idx)
             start, _ = pool.block(idx, d.block_len)
             pool.take(1 << (32 - d.block_len))
             dev.host_subnets.append(HostSubnet(1, f"{int_to_ip(start)}/{d.block_len}", int_to_ip(start + 1),
