@@ -54,6 +54,10 @@ def _pull_rows(cable_rows: list[tuple]) -> dict[str, list[tuple]]:
     return per_rack
 
 
+def _pull_key(row: tuple) -> tuple:
+    return -row[1], row[2], row[0]
+
+
 def render(plan: Plan, out: Output) -> None:
     idx = PlanIndex(plan)
     links = idx.sorted_links()
@@ -89,7 +93,7 @@ def render(plan: Plan, out: Output) -> None:
         pools.add(pool_row(u))
     wb.close()
     for rack, prow in sorted(_pull_rows(cable_rows).items()):
-        prow.sort(key=lambda r: (-r[1], r[2], r[0]))
+        prow.sort(key=_pull_key)
         with out.open(f"pull-sheets/{rack}.csv") as fh:
             w = csv.writer(fh, lineterminator="\n")
             w.writerow(PULL_COLUMNS)

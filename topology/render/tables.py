@@ -49,17 +49,22 @@ class PlanIndex:
             self._ports[device] = ports
         return ports.get(port)
 
-    def end_key(self, device: str, port: str) -> tuple:
-        dev = self.devices[device]
-        p = self.port(device, port)
-        return (self.rack_order.get(dev.rack, 1 << 30), -dev.u, device, p.index if p else 0, p.sub if p else 0, port)
-
-    def cable_key(self, link: Link) -> tuple:
-        """Fabric, then the A end's rack, top U first, device and port: the order a technician pulls cables."""
-        return (FABRIC_ORDER.get(link.fabric, 9), *self.end_key(link.a.device, link.a.port), link.id)
-
     def sorted_links(self) -> list[Link]:
-        return sorted(self.plan.links, key=self.cable_key)
+        """Fabric, then the A end's rack (row, position), top U first, device and port: the order a technician
+        pulls cables. Sorted on one integer per cable: device and port ranks are computed once."""
+        by_place = sorted(self.plan.devices, key=lambda d: (self.rack_order.get(d.rack, 1 << 30), -d.u, d.name))
+        dev_rank = {d.name: i for i, d in enumerate(by_place)}
+        port_rank: dict[str, dict[str, int]] = {}
+
+        def key(link: Link) -> int:
+            ranks = port_rank.get(link.a.device)
+            if ranks is None:
+                ports = sorted(self.devices[link.a.device].ports, key=lambda p: (p.index, p.sub, p.name))
+                ranks = port_rank[link.a.device] = {p.name: i for i, p in enumerate(ports)}
+            return ((FABRIC_ORDER.get(link.fabric, 9) << 48) | (dev_rank[link.a.device] << 20)
+                    | ranks.get(link.a.port, 0xFFFFF))
+
+        return sorted(self.plan.links, key=key)
 
     def cable_row(self, link: Link) -> tuple:
         a, b = self.devices[link.a.device], self.devices[link.b.device]

@@ -22,6 +22,7 @@ CACHE_CELLS = 50_000
 MAX_ROWS = 1_048_576
 EPOCH = (1980, 1, 1, 0, 0, 0)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_SPECIAL = re.compile(r"[&<>\x00-\x1f]|^\s|\s$")
 
 STYLES = (
     f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<styleSheet xmlns="{MAIN}">'
@@ -55,6 +56,8 @@ def column_letter(i: int) -> str:
 
 
 def _text(v: str) -> str:
+    if _SPECIAL.search(v) is None:
+        return f"<is><t>{v}</t></is>"
     if "&" in v or "<" in v or ">" in v:
         v = v.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     if _CONTROL.search(v):
