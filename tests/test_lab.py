@@ -20,6 +20,7 @@ import pytest
 
 from tests.conftest import ROOT, plan_of, require_tool, run_cli
 from topology.lab.checks import expected_fib
+from topology.lab.daemons import rejected_lines
 from topology.lab.scope import ScopeError, lab_topology
 
 CLUSTER = "inventory/roce-a800-4nic"
@@ -174,6 +175,16 @@ def test_fabric_converges_as_planned(running: Path, tmp_path: Path) -> None:
     for sw in ("spine01", "su002-leaf-r3"):
         copy = Path(f"/run/railforge-lab/{PREFIX}{NAME}/{sw}/frr.conf").read_bytes()
         assert copy == (running / "configs" / sw / "frr.conf").read_bytes()
+
+    # vtysh -b names a line no daemon accepts (what the frr.conf row reports), here against spine01's daemons
+    bogus = tmp_path / "bogus"
+    bogus.mkdir()
+    (bogus / "vtysh.conf").write_text("service integrated-vtysh-config\n")
+    (bogus / "frr.conf").write_text("frr defaults datacenter\nbogus command here\n")
+    out = subprocess.run(["vtysh", "--vty_socket", str(d), "--config_dir", str(bogus), "-b"], capture_output=True,
+                         text=True)
+    assert out.returncode != 0
+    assert any("line 2" in x and "bogus command here" in x for x in rejected_lines(out.stdout + out.stderr))
 
     # a host in SU1 reaches a host in SU2 on rail 2, sourced from its rail-2 address
     a = next(d for d in plan.devices if d.name == "su001-gpu02").rails[2]

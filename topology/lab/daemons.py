@@ -58,9 +58,8 @@ def vtysh_json(state: LabState, device: str, command: str) -> dict:
     return json.loads(out) if out.strip() else {}
 
 
-def start_frr(state: LabState, ns: str, device: str, frr_conf: Path) -> list[str]:
-    """zebra, bfdd and bgpd with empty startup files, then `vtysh -b` boots the switch's integrated frr.conf
-    (a byte-identical copy), as FRR's own init and SONiC do. Returns what vtysh reported as rejected."""
+def start_frr(state: LabState, ns: str, device: str, frr_conf: Path) -> None:
+    """zebra, bfdd and bgpd with empty startup files; `boot_frr` then loads the switch's frr.conf."""
     d = device_dir(state, device)
     d.mkdir(parents=True, exist_ok=True)
     conf = d / "frr.conf"
@@ -79,15 +78,28 @@ def start_frr(state: LabState, ns: str, device: str, frr_conf: Path) -> list[str
         state.add_process(_pid(d / f"{daemon}.pid"), ns, daemon)
         _wait_for(d / f"{daemon}.vty")
     vtysh(state, device, "configure terminal", *ZEBRA_LAB_COMMANDS, daemon="zebra")
-    proc = subprocess.run(["vtysh", "--vty_socket", str(d), "--config_dir", str(d), "-b"],
-                          capture_output=True, text=True, timeout=60)
-    (d / "boot.log").write_text(proc.stdout + proc.stderr)
-    return rejected_lines(proc.stdout + proc.stderr)
+
+
+def boot_frr(state: LabState, devices: list[str]) -> None:
+    """`vtysh -b` on every switch at once: it boots the integrated frr.conf (a byte-identical copy of the
+    generated file) as FRR's own init and SONiC do. Its output, with any rejected line, goes to boot.log."""
+    procs = []
+    for device in devices:
+        d = device_dir(state, device)
+        log = (d / "boot.log").open("w")
+        procs.append((device, log, subprocess.Popen(["vtysh", "--vty_socket", str(d), "--config_dir", str(d), "-b"],
+                                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)))
+    for _, log, proc in procs:
+        try:
+            if proc.wait(timeout=120) != 0:
+                log.write(f"vtysh -b exit status {proc.returncode}\n")
+        finally:
+            log.close()
 
 
 def rejected_lines(boot_output: str) -> list[str]:
-    """What `vtysh -b` printed about frr.conf lines no daemon accepted (`line N: % Unknown command...`)."""
-    return [x.strip() for x in boot_output.splitlines() if "%" in x or x.strip().startswith("line ")]
+    """`vtysh -b` is silent when every line is accepted; else it names them (`line 2: % Unknown command...`)."""
+    return [x.strip() for x in boot_output.splitlines() if x.strip()]
 
 
 def start_lldpd(state: LabState, ns: str, device: str, ports: list[str]) -> None:

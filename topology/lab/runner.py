@@ -84,6 +84,7 @@ def up(topo: LabTopology, configs: Path, options: dict, log: Log) -> tuple[LabSt
             log(f"{len(topo.namespaces())} namespaces, {len(topo.links)} cables in {t1 - t0:.1f} s")
             for sw in topo.switches:
                 daemons.start_frr(state, topo.ns(sw.name), sw.name, confs[sw.name])
+            daemons.boot_frr(state, [sw.name for sw in topo.switches])
             for dev in topo.devices():
                 daemons.start_lldpd(state, topo.ns(dev.name), dev.name, topo.ports_of(dev.name))
             t2 = time.monotonic()
