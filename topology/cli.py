@@ -27,7 +27,7 @@ from topology.verify.cli import verify_app
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 app.add_typer(lab_app, name="lab")
 app.add_typer(verify_app, name="verify")
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 INVENTORY_LINKS = ("hosts.yml", "nodes", "group_vars")
 
 
@@ -107,12 +107,17 @@ def build(
             err.print(f"[red]error[/red] --only: unknown families {', '.join(bad)}; known: {', '.join(sorted(known))}")
             raise typer.Exit(2)
         fams = [f for f in fams if f.name in wanted]
+    select = None
     if limit:
-        plan.devices = [d for d in plan.devices if fnmatch.fnmatchcase(d.name, limit)]
-        names = {d.name for d in plan.devices}
-        plan.links = [link for link in plan.links if link.a.device in names or link.b.device in names]
+        names = {d.name for d in plan.devices if fnmatch.fnmatchcase(d.name, limit)}
+        if not names:
+            err.print(f"[red]error[/red] --limit: no device matches {limit!r}")
+            raise typer.Exit(2)
+        select = names.__contains__
+        fams = [f for f in fams if f.per_device]
     target = out or default_out(spec)
-    output = Output(target)
+    partial = bool(only or limit)
+    output = Output(target, select=select, partial=partial)
     try:
         with progress_for(fams) as advance:
             for fam in fams:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import IO
 
@@ -14,9 +15,15 @@ class UnsafePath(Exception):
 
 
 class Output:
-    """A staging folder; `open(rel)` creates files strictly inside it."""
+    """A staging folder; `open(rel)` creates files strictly inside it.
 
-    def __init__(self, target: Path):
+    A full build replaces the target folder as a whole. A partial build (`--only`, `--limit`) replaces
+    just the files it wrote, each atomically, and keeps the rest of the previous output.
+    `selects(device)` tells per-device renderers whether a device is in `--limit`."""
+
+    def __init__(self, target: Path, select: Callable[[str], bool] | None = None, partial: bool = False):
+        self.selects: Callable[[str], bool] = select or (lambda name: True)
+        self.partial = partial
         self.target = target.resolve() if target.exists() else target.absolute()
         self.target.parent.mkdir(parents=True, exist_ok=True)
         self.stage = self.target.parent / f".{self.target.name}.staging-{os.getpid()}"
@@ -47,12 +54,22 @@ class Output:
             fh.write(text)
 
     def commit(self) -> None:
+        if self.partial:
+            self._merge()
+            return
         old = self.target.parent / f".{self.target.name}.old-{os.getpid()}"
         if self.target.exists():
             os.rename(self.target, old)
         os.rename(self.stage, self.target)
         if old.exists():
             shutil.rmtree(old)
+
+    def _merge(self) -> None:
+        for rel in self.written:
+            dest = self.target / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self.stage / rel, dest)
+        shutil.rmtree(self.stage)
 
     def abort(self) -> None:
         shutil.rmtree(self.stage, ignore_errors=True)

@@ -11,9 +11,12 @@ from topology.plan import Plan
 
 @dataclass(frozen=True)
 class Family:
+    """An artifact family. `per_device` families honour `--limit` through `Output.selects`."""
+
     name: str
     description: str
     render: Callable[[Plan, Output], None]
+    per_device: bool = False
 
 
 def families() -> list[Family]:
@@ -35,8 +38,8 @@ def families() -> list[Family]:
 
     return [
         Family("plan", "plan.json, the contract every other artifact reads", plan_json.render),
-        Family("inventory", "Ansible inventory (hosts.yml, host_vars, group_vars) and a Kubespray export",
-               inventory.render),
+        Family("inventory", "Ansible inventory (hosts.yml, nodes/su*.yml, group_vars) and a Kubespray export",
+               inventory.render, per_device=True),
         Family("cabling", "cabling.xlsx, cabling.csv and per-rack pull sheets", cabling.render),
         Family("ipplan", "ipplan.csv, ipplan-pools.csv (headroom per pool) and asnplan.csv", ipplan.render),
         Family("bom", "bom.csv: switches, hosts, transceivers, cables, fibre, NIC ports", bom.render),
@@ -46,8 +49,8 @@ def families() -> list[Family]:
         Family("svg", "fabric.svg: each fabric by tier with link bundles", svg.render),
         Family("slurm", "slurm/topology.conf (tree) and slurm/topology-block.conf (one block per SU)", slurm.render),
         Family("nccl", "nccl/<node>.env per node and nccl/hostfile in topology order", nccl.render),
-        Family("sonic", "SONiC config_db.json and FRR frr.conf per SONiC switch", sonic.render),
-        Family("nvue", "Cumulus Linux NVUE startup.yaml per Cumulus switch", nvue.render),
+        Family("sonic", "SONiC config_db.json and FRR frr.conf per SONiC switch", sonic.render, per_device=True),
+        Family("nvue", "Cumulus Linux NVUE startup.yaml per Cumulus switch", nvue.render, per_device=True),
         Family("opensm", "InfiniBand subnet manager: opensm.conf, root switches and GUID script, partitions, "
                "expected topology", opensm.render),
     ]

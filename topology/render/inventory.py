@@ -95,7 +95,10 @@ def render(plan: Plan, out: Output) -> None:
     for dev in plan.devices_by_role("node"):
         by_su.setdefault(dev.su, []).append(dev)
     for su, nodes in sorted(by_su.items()):
-        out.write_text(f"ansible/nodes/su{su:03d}.yml", dumps(su_inventory(su, nodes)))
+        if any(out.selects(n.name) for n in nodes):
+            out.write_text(f"ansible/nodes/su{su:03d}.yml", dumps(su_inventory(su, nodes)))
+    if out.partial:
+        return
     out.write_text("ansible/hosts.yml", dumps(inventory_groups(plan)))
     out.write_text("ansible/group_vars/all/railforge.yml", dumps(group_vars(plan)))
     out.write_text("kubespray/hosts.yaml", dumps(kubespray_inventory(plan)))

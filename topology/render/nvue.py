@@ -43,5 +43,5 @@ def startup_yaml(sw: SwitchConfig) -> str:
 
 
 def render(plan: Plan, out: Output) -> None:
-    for sw in build_models(plan, nos="cumulus"):
+    for sw in build_models(plan, nos="cumulus", select=out.selects):
         out.write_text(f"configs/{sw.hostname}/startup.yaml", startup_yaml(sw))

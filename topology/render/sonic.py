@@ -217,7 +217,7 @@ def frr_conf(sw: SwitchConfig) -> str:
 
 
 def render(plan: Plan, out: Output) -> None:
-    for sw in build_models(plan, nos="sonic"):
+    for sw in build_models(plan, nos="sonic", select=out.selects):
         with out.open(f"configs/{sw.hostname}/config_db.json", "wb") as fh:
             fh.write(orjson.dumps(config_db(sw), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
         if sw.asn is not None:

@@ -9,7 +9,7 @@ Adding a NOS means writing a renderer over this model, not touching the planner.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from topology.plan import HOST_ROLES, SWITCH_ROLES, Device, Link, Plan, Port, Qos
@@ -280,9 +280,10 @@ def _pair(dev: Device, interfaces: list[Interface], idx: PlanIndex) -> Pair | No
                 peer.mgmt_address if peer else None, peerlinks, bonds)
 
 
-def build_models(plan: Plan, nos: str | None = None) -> Iterator[SwitchConfig]:
-    """One model per Ethernet/IB switch of the plan (optionally only those running `nos`)."""
+def build_models(plan: Plan, nos: str | None = None,
+                 select: Callable[[str], bool] | None = None) -> Iterator[SwitchConfig]:
+    """One model per Ethernet/IB switch of the plan (optionally only those running `nos`, or selected)."""
     idx = PlanIndex(plan)
     for dev in plan.devices:
-        if dev.role in SWITCH_ROLES and (nos is None or dev.nos == nos):
+        if dev.role in SWITCH_ROLES and (nos is None or dev.nos == nos) and (select is None or select(dev.name)):
             yield build_switch(dev, idx)
