@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.conftest import plan_of
+from tests.conftest import example_spec, plan_of, run_cli
 from topology.render.hostlist import compress
 
 
@@ -119,3 +119,15 @@ def test_hostfile_runs_su_by_su(built):
     sus = [su_of[n] for n in names]
     assert sus == sorted(sus)
     assert names[:3] == ["su001-gpu01", "su001-gpu02", "su001-gpu03"]
+
+
+def test_limit_rewrites_only_the_selected_nodes_env(tmp_path):
+    out = tmp_path / "out"
+    run_cli("build", str(example_spec("dgx-h100-4su")), "--out", str(out), "--only", "nccl")
+    mine, other = out / "nccl" / "su002-gpu05.env", out / "nccl" / "su001-gpu01.env"
+    want = mine.read_text()
+    mine.write_text("stale\n")
+    other.write_text("stale\n")
+    run_cli("build", str(example_spec("dgx-h100-4su")), "--out", str(out), "--limit", "su002-gpu05")
+    assert mine.read_text() == want
+    assert other.read_text() == "stale\n"

@@ -48,7 +48,8 @@ def families() -> list[Family]:
                report.render),
         Family("svg", "fabric.svg: each fabric by tier with link bundles", svg.render),
         Family("slurm", "slurm/topology.conf (tree) and slurm/topology-block.conf (one block per SU)", slurm.render),
-        Family("nccl", "nccl/<node>.env per node and nccl/hostfile in topology order", nccl.render),
+        Family("nccl", "nccl/<node>.env per node and nccl/hostfile in topology order", nccl.render,
+               per_device=True),
         Family("sonic", "SONiC config_db.json and FRR frr.conf per SONiC switch", sonic.render, per_device=True),
         Family("nvue", "Cumulus Linux NVUE startup.yaml per Cumulus switch", nvue.render, per_device=True),
         Family("opensm", "InfiniBand subnet manager: opensm.conf, root switches and GUID script, partitions, "

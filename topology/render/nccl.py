@@ -46,5 +46,6 @@ def hostfile(plan: Plan) -> str:
 
 def render(plan: Plan, out: Output) -> None:
     for node in ordered_nodes(plan):
-        out.write_text(f"nccl/{node.name}.env", env_file(plan, node))
+        if out.selects(node.name):
+            out.write_text(f"nccl/{node.name}.env", env_file(plan, node))
     out.write_text("nccl/hostfile", hostfile(plan))
