@@ -66,8 +66,8 @@ def test_pool_utilisation_of_the_superpod_worked_by_hand(built):
     # 8 rails, one IPoIB /21 each; 127 DGX x 8 rails addressed (UFM ports carry no IPoIB address)
     assert (int(hosts["size"]), int(hosts["allocated"]), int(hosts["assigned"])) == (2 ** 20, 8 * 2048, 127 * 8)
     assert int(hosts["free"]) == 2 ** 20 - 8 * 2048
-    # InfiniBand switches have no loopback; 18 storage leaves + 8 storage spines do
-    assert int(pools["loopbacks"]["assigned"]) == 18 + 8
+    # InfiniBand switches have no loopback; 18 storage leaves + 8 storage spines and 5 OOB leaves + 2 OOB spines do
+    assert int(pools["loopbacks"]["assigned"]) == 18 + 8 + 5 + 2
     # OOB: five /26 (one per OOB leaf); BMCs of 127 DGX + UFM + 3 mgmt, management ports of
     # 32 + 16 compute and 18 + 8 storage switches, and one gateway per OOB leaf
     oob = pools["oob"]
