@@ -17,6 +17,7 @@ from rich.table import Table
 from topology.build import build_plan
 from topology.lab.cli import lab_app
 from topology.output import Output, UnsafePath
+from topology.parallel import render_parallel
 from topology.plan import Plan
 from topology.progress import StageClock, progress_for
 from topology.render import families
@@ -29,6 +30,7 @@ app.add_typer(lab_app, name="lab")
 app.add_typer(verify_app, name="verify")
 err = Console(stderr=True, soft_wrap=True)
 INVENTORY_LINKS = ("hosts.yml", "nodes", "group_vars")
+PARALLEL_MIN_DEVICES = 2000
 
 
 def load_plan(spec_path: Path) -> Plan:
@@ -92,6 +94,8 @@ def build(
     only: Annotated[str | None, typer.Option(help="comma-separated artifact families to write")] = None,
     limit: Annotated[str | None, typer.Option(help="only devices whose name matches this glob")] = None,
     timings: Annotated[Path | None, typer.Option(help="write per-stage wall/CPU seconds as JSON here")] = None,
+    jobs: Annotated[int, typer.Option(help="worker processes for rendering (1 = serial)", min=1)] = min(
+        2, os.cpu_count() or 1),
 ) -> None:
     """Write the plan and every artifact, atomically."""
     gc.disable()
@@ -119,11 +123,15 @@ def build(
     partial = bool(only or limit)
     output = Output(target, select=select, partial=partial)
     try:
-        with progress_for(fams) as advance:
-            for fam in fams:
-                with clock.stage(fam.name):
-                    fam.render(plan, output)
-                advance(fam.name)
+        if jobs > 1 and len(plan.devices) >= PARALLEL_MIN_DEVICES:
+            with clock.stage("render"):
+                clock.stages.update(render_parallel(plan, fams, output, jobs))
+        else:
+            with progress_for(fams) as advance:
+                for fam in fams:
+                    with clock.stage(fam.name):
+                        fam.render(plan, output)
+                    advance(fam.name)
     except (UnsafePath, OSError) as exc:
         output.abort()
         err.print(f"[red]error[/red] {exc}")

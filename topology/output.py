@@ -64,6 +64,15 @@ class Output:
         if old.exists():
             shutil.rmtree(old)
 
+    def worker(self, select: Callable[[str], bool]) -> Output:
+        """An Output for a worker process: the same staging folder, its own list of written files."""
+        clone = object.__new__(Output)
+        clone.target, clone.stage, clone.partial = self.target, self.stage, self.partial
+        clone.selects = select
+        clone.written = []
+        clone._dirs = set(self._dirs)
+        return clone
+
     def _merge(self) -> None:
         for rel in self.written:
             dest = self.target / rel

@@ -11,12 +11,14 @@ from topology.plan import Plan
 
 @dataclass(frozen=True)
 class Family:
-    """An artifact family. `per_device` families honour `--limit` through `Output.selects`."""
+    """An artifact family. `per_device` families honour `--limit` through `Output.selects`;
+    `shardable` ones render every device independently, so workers can split them by device."""
 
     name: str
     description: str
     render: Callable[[Plan, Output], None]
     per_device: bool = False
+    shardable: bool = False
 
 
 def families() -> list[Family]:
@@ -50,8 +52,10 @@ def families() -> list[Family]:
         Family("slurm", "slurm/topology.conf (tree) and slurm/topology-block.conf (one block per SU)", slurm.render),
         Family("nccl", "nccl/<node>.env per node and nccl/hostfile in topology order", nccl.render,
                per_device=True),
-        Family("sonic", "SONiC config_db.json and FRR frr.conf per SONiC switch", sonic.render, per_device=True),
-        Family("nvue", "Cumulus Linux NVUE startup.yaml per Cumulus switch", nvue.render, per_device=True),
+        Family("sonic", "SONiC config_db.json and FRR frr.conf per SONiC switch", sonic.render, per_device=True,
+               shardable=True),
+        Family("nvue", "Cumulus Linux NVUE startup.yaml per Cumulus switch", nvue.render, per_device=True,
+               shardable=True),
         Family("opensm", "InfiniBand subnet manager: opensm.conf, root switches and GUID script, partitions, "
                "expected topology", opensm.render),
     ]
