@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -26,7 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BASE_SPEC = ROOT / "benchmarks" / "specs" / "gpu-131k.yaml"
 RAILPLANE = ROOT / "inventory" / "roce-16k-railplane" / "cluster.yaml"
 LADDER = (1024, 4096, 16384, 32768, 65536, 131072)
-TARGETS = {"gpu-131072": {"wall_s": 60.0, "peak_rss_mib": 4096.0}, "roce-16k-railplane": {"wall_s": 6.0}}
+TARGETS = {"gpu-131072": {"wall_s": 60.0, "peak_rss_mib": 4096.0, "peak_tree_pss_mib": 4096.0},
+           "roce-16k-railplane": {"wall_s": 6.0}}
 
 
 def ladder_spec(gpus: int, folder: Path) -> Path:
@@ -47,13 +49,52 @@ def family_sizes(out: Path) -> dict[str, dict[str, int]]:
     return sizes
 
 
+def _tree(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as fh:
+                    todo.extend(int(c) for c in fh.read().split())
+        except OSError:
+            continue
+    return out
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("Pss:"))
+    except (OSError, StopIteration):
+        return 0
+
+
+class TreeMemory(threading.Thread):
+    """Peak of the summed proportional set size (PSS) of the build and its worker processes."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.peak_kib, self.running = pid, 0, True
+
+    def run(self) -> None:
+        while self.running:
+            self.peak_kib = max(self.peak_kib, sum(_pss_kib(p) for p in _tree(self.pid)))
+            time.sleep(0.1)
+
+
 def run_one(name: str, spec: Path, work: Path) -> dict:
     out = work / name
     timings = work / f"{name}.timings.json"
     cmd = [sys.executable, "-m", "topology", "build", str(spec), "--out", str(out), "--timings", str(timings)]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    memory = TreeMemory(proc.pid)
+    memory.start()
     _, status, usage = os.wait4(proc.pid, 0)
+    memory.running = False
+    memory.join()
     wall = time.perf_counter() - start
     stderr = proc.stderr.read().decode() if proc.stderr else ""
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -70,6 +111,7 @@ def run_one(name: str, spec: Path, work: Path) -> dict:
         "wall_s": round(wall, 3),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
         "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+        "peak_tree_pss_mib": round(memory.peak_kib / 1024, 1),
         "ms_per_switch": round(1000 * wall / switches, 3),
         "stages": json.loads(timings.read_text())["stages"],
         "artifacts": family_sizes(out),
@@ -95,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(r)
             print(f"{name:>20}  {r['gpus']:>7} GPUs  {r['switches']:>6} switches  {r['links']:>7} links  "
                   f"wall {r['wall_s']:>7.2f} s  cpu {r['cpu_s']:>7.2f} s  rss {r['peak_rss_mib']:>7.1f} MiB  "
+                  f"all workers {r['peak_tree_pss_mib']:>7.1f} MiB  "
                   f"{r['ms_per_switch']:>6.2f} ms/switch", flush=True)
             for stage, t in r["stages"].items():
                 print(f"{'':>22}{stage:<14} wall {t['wall_s']:>7.2f} s  cpu {t['cpu_s']:>7.2f} s")
