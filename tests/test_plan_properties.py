@@ -246,3 +246,16 @@ def test_plan_checks_pass_on_examples_and_catch_damage(name: str) -> None:
     assert check_plan(plan_of(name), {"leaf": Fraction(2), "spine": Fraction(1)}, capacity)
     assert any("radix" in p for p in check_plan(plan_of(name), {"leaf": Fraction(1), "spine": Fraction(1)},
                                                  {"leaf": 3, "spine": 3, "superspine": 3}))
+
+
+def test_parallel_render_is_byte_identical_to_serial(tmp_path: Path) -> None:
+    spec = str(example_spec("roce-16k-railplane"))
+    run_cli("build", spec, "--out", str(tmp_path / "serial"), "--jobs", "1", "--timings", str(tmp_path / "s.json"))
+    run_cli("build", spec, "--out", str(tmp_path / "parallel"), "--jobs", "2", "--timings", str(tmp_path / "p.json"))
+    import json
+
+    assert "render" in json.loads((tmp_path / "p.json").read_text())["stages"], "the 16K build must run in workers"
+    assert "render" not in json.loads((tmp_path / "s.json").read_text())["stages"]
+    serial, parallel = _tree_digest(tmp_path / "serial"), _tree_digest(tmp_path / "parallel")
+    assert len(serial) > 3000
+    assert serial == parallel
