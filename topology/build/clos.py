@@ -10,13 +10,13 @@ from fractions import Fraction
 from topology.build import names
 from topology.build.context import BuildContext
 from topology.build.ports import capacity
-from topology.build.sizing import ThreeTier, TwoTier, ceil_div, spine_split, three_tier, two_tier
+from topology.build.sizing import SpineTiers, ThreeTier, TwoTier, ceil_div, spine_split, three_tier, two_tier
 from topology.ipam import int_to_ip
 from topology.plan import Device, Port, TierSummary
 
 
 @dataclass(frozen=True)
-class UnitClos:
+class UnitClos(SpineTiers):
     """Leaves come in units of `unit_leaves`; `units_max` units at most."""
 
     fabric: str
@@ -34,22 +34,6 @@ class UnitClos:
     @property
     def leaves_max(self) -> int:
         return self.unit_leaves * self.units_max
-
-    @property
-    def groups(self) -> int:
-        return self.three.groups if self.three else 1
-
-    @property
-    def spines_per_group(self) -> int:
-        return self.three.spines_per_group if self.three else self.two.spines
-
-    @property
-    def spines_max(self) -> int:
-        return self.groups * self.spines_per_group
-
-    @property
-    def superspines_max(self) -> int:
-        return self.three.superspines if self.three else 0
 
     def group_of(self, leaf_index: int) -> tuple[int, int]:
         if self.three is None:

@@ -8,7 +8,16 @@ from fractions import Fraction
 from topology.build import names
 from topology.build.context import BuildContext
 from topology.build.ports import capacity
-from topology.build.sizing import ThreeTier, TwoTier, ceil_div, spine_split, three_tier, two_tier, uplinks_for
+from topology.build.sizing import (
+    SpineTiers,
+    ThreeTier,
+    TwoTier,
+    ceil_div,
+    spine_split,
+    three_tier,
+    two_tier,
+    uplinks_for,
+)
 from topology.ipam import block_len_for, int_to_ip
 from topology.plan import Device, HostSubnet, Port, RailInterface, TierSummary
 from topology.spec.models import format_speed
@@ -16,8 +25,8 @@ from topology.spec.models import format_speed
 HOST_VLAN = 1000
 
 
-@dataclass(frozen=True, slots=True)
-class ComputeDesign:
+@dataclass(frozen=True)
+class ComputeDesign(SpineTiers):
     fabric: str
     nos: str
     speed: int
@@ -37,22 +46,6 @@ class ComputeDesign:
     @property
     def leaves_max(self) -> int:
         return self.max_sus * self.rails
-
-    @property
-    def groups(self) -> int:
-        return self.three.groups if self.three else 1
-
-    @property
-    def spines_per_group(self) -> int:
-        return self.three.spines_per_group if self.three else self.two.spines
-
-    @property
-    def spines_max(self) -> int:
-        return self.groups * self.spines_per_group
-
-    @property
-    def superspines_max(self) -> int:
-        return self.three.superspines if self.three else 0
 
     @property
     def ethernet(self) -> bool:

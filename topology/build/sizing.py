@@ -36,6 +36,29 @@ class ThreeTier:
         return self.planes * self.superspines_per_plane
 
 
+class SpineTiers:
+    """Spine and super-spine counts of a design that has either `two` (2 tiers) or `three` (3 tiers) set."""
+
+    two: TwoTier | None
+    three: ThreeTier | None
+
+    @property
+    def groups(self) -> int:
+        return self.three.groups if self.three else 1
+
+    @property
+    def spines_per_group(self) -> int:
+        return self.three.spines_per_group if self.three else self.two.spines
+
+    @property
+    def spines_max(self) -> int:
+        return self.groups * self.spines_per_group
+
+    @property
+    def superspines_max(self) -> int:
+        return self.three.superspines if self.three else 0
+
+
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
