@@ -167,6 +167,28 @@ def stop_all(state: LabState) -> None:
     stop_pids(stragglers, grace=1)
 
 
+def stop_by_path(run_dir: str, settle: float = 2.0) -> None:
+    """Daemons still forking into the background when the lab was interrupted escape the pid and
+    namespace sweeps; they all name the lab's run folder on their command line."""
+    deadline = time.monotonic() + settle
+    while True:
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if run_dir.encode() in fh.read():
+                        found.append(int(entry))
+            except OSError:
+                continue
+        if found:
+            stop_pids(sorted(found), grace=1)
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.2)
+
+
 def _same_ns(pid: int, ns: str) -> bool:
     """The pid still names our process (pids are reused): it lives in the lab namespace we recorded."""
     try:

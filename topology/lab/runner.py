@@ -108,7 +108,8 @@ def down(state: LabState | None, topo: LabTopology | None, log: Log) -> int:
         daemons.stop_all(LabState("", "", "", present, []))
     for ns in present:
         ip(None, "netns", "delete", ns, check=False)
-    if state is not None:
+    if state is not None and state.run_dir:
+        daemons.stop_by_path(str(state.run_dir))
         shutil.rmtree(state.run_dir, ignore_errors=True)
     left = sorted(ours & namespaces())
     if left:

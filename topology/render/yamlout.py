@@ -40,7 +40,7 @@ def _scalar(v: object) -> str:
 
 def _key(k: object) -> str:
     k = str(k)
-    plain = _PLAIN_KEY.match(k) and k.lower() not in ("null", "true", "false", "yes", "no", "on", "off", "y", "n")
+    plain = _PLAIN_KEY.fullmatch(k) and k.lower() not in ("null", "true", "false", "yes", "no", "on", "off", "y", "n")
     return k if plain else _quote(k)
 
 
