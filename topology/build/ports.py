@@ -7,6 +7,13 @@ from topology.spec.catalog import PortSlot, ports_at
 from topology.spec.models import CatalogSwitch, format_speed
 
 
+def ib_port_number(index: int, sub: int, breakout: str) -> int:
+    """InfiniBand port number as ibnetdiscover and OpenSM count it: cage `index` carries ports
+    index*split+1 .. index*split+split, split being the cage's breakout (2 on a QM9700 at NDR)."""
+    split = int(breakout.split("x", 1)[0]) if breakout[:1].isdigit() else 1
+    return index * split + sub + 1
+
+
 def port_name(nos: str, slot: PortSlot) -> tuple[str, str]:
     """(name the NOS uses, front-panel label)."""
     front = f"{slot.index + 1}" if slot.split == 1 else f"{slot.index + 1}/{slot.sub + 1}"

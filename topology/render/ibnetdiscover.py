@@ -27,8 +27,8 @@ import sys
 from dataclasses import dataclass, field
 
 _NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]+)"\s*(?:#\s*"([^"]*)")?')
-_PORT = re.compile(r'^\[(\d+)\](?:\(([0-9a-fA-F]+)\))?\s+"([SHR])-([0-9a-fA-F]+)"\[(\d+)\](?:\(([0-9a-fA-F]+)\))?'
-                   r'\s*(?:#\s*(.*))?$')
+_PORT = re.compile(r'^\[(\d+)\](?:\[ext \d+\])?(?:\(([0-9a-fA-F]+)\))?\s*"([SHR])-([0-9a-fA-F]+)"\[(\d+)\]'
+                   r'(?:\(([0-9a-fA-F]+)\))?\s*(?:#\s*(.*))?$')
 _SPEED = re.compile(r"\b(\d+)x(SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR)\b")
 _LANE_GBPS = {"SDR": 2.5, "DDR": 5, "QDR": 10, "FDR10": 10, "FDR": 14, "EDR": 25, "HDR": 50, "NDR": 100, "XDR": 200}
 
@@ -70,14 +70,17 @@ def node_name(description: str) -> str:
     return m.group(1) if m else description.strip()
 
 
-def parse(text: str) -> Fabric:
-    """Nodes by GUID and each cable once (as seen from the lower GUID/port end)."""
+def parse(text: str, strict: bool = False) -> Fabric:
+    """Nodes by GUID and each cable once (as seen from the lower GUID/port end).
+    `strict` refuses any line that is not ibnetdiscover output (ValueError naming the line)."""
     fabric = Fabric()
     seen: set[tuple[str, int]] = set()
     current: Node | None = None
-    for raw in text.splitlines():
+    for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith("#") or "=" in line.split()[0]:
+            if not line:
+                current = None
             continue
         m = _NODE.match(line)
         if m:
@@ -86,6 +89,10 @@ def parse(text: str) -> Fabric:
             fabric.nodes[current.guid] = current
             continue
         m = _PORT.match(line)
+        if strict and m is None:
+            raise ValueError(f"line {n}: not ibnetdiscover output: {line}")
+        if strict and current is None:
+            raise ValueError(f"line {n}: port line outside a Switch/Ca block: {line}")
         if m and current is not None:
             port, _, _, guid, rport, _, comment = m.groups()
             a, b = (current.guid, int(port)), (guid.lower(), int(rport))

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import jinja2
 
+from topology.build.ports import ib_port_number
 from topology.output import Output
 from topology.plan import Plan
 from topology.render import ibnetdiscover
@@ -38,8 +39,7 @@ HEADER = "# cable\ta_node\ta_port\tb_node\tb_port\tgbps\ta_name\tb_name\n"
 
 
 def ib_port(i: Interface) -> int:
-    split = int(i.breakout.split("x")[0]) if "x" in i.breakout else 1
-    return i.index * split + i.sub + 1
+    return ib_port_number(i.index, i.sub, i.breakout)
 
 
 def _host_node(i: Interface) -> str:

@@ -17,38 +17,19 @@ index) carries IB ports c*split+1 .. c*split+split, split being the cage's break
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from topology.build import ports
 from topology.plan import Device, Plan, Port
+from topology.render import ibnetdiscover
 from topology.verify.observed import Adjacency, Observation
-
-NODE = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]+)"\s*#\s*"([^"]*)"')
-LINK = re.compile(r'^\[(\d+)\](?:\[ext \d+\])?(?:\([0-9a-fA-F]+\))?\s*"([SHR])-([0-9a-fA-F]+)"\[(\d+)\]'
-                  r'(?:\([0-9a-fA-F]+\))?\s*#\s*(.*)$')
-WIDTH_SPEED = re.compile(r"\b(\d+)x(SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR)\b")
-LANE_GBPS = {"SDR": 2.5, "DDR": 5, "QDR": 10, "FDR10": 10, "FDR": 14, "EDR": 25, "HDR": 50, "NDR": 100,
-             "XDR": 200}
 
 
 class IbnetFormatError(ValueError):
     pass
 
 
-@dataclass(slots=True)
-class IbNode:
-    kind: str
-    guid: str
-    desc: str
-    ports: int
-
-
-def speed_mbps(width: int, rate: str) -> int:
-    return int(width * LANE_GBPS[rate] * 1000)
-
-
 def ib_port_number(port: Port) -> int:
-    split = int(port.breakout.split("x", 1)[0]) if port.breakout[:1].isdigit() else 1
-    return port.index * split + port.sub + 1
+    return ports.ib_port_number(port.index, port.sub, port.breakout)
 
 
 def device_of(desc: str, known: dict[str, Device]) -> Device | None:
@@ -73,34 +54,21 @@ def _hca_port(dev: Device, desc: str) -> str | None:
     return next((p.name for p in dev.ports if p.index == index and not p.address), None)
 
 
-def parse_nodes(text: str) -> tuple[dict[str, IbNode], list[tuple[str, int, str, int, str]]]:
-    """Nodes by GUID, and every port line as (guid, port, peer guid, peer port, trailing comment)."""
-    nodes: dict[str, IbNode] = {}
-    links: list[tuple[str, int, str, int, str]] = []
-    current: IbNode | None = None
-    for n, line in enumerate(text.splitlines(), 1):
-        s = line.strip()
-        if not s or s.startswith("#") or "=" in s.split()[0]:
-            if not s:
-                current = None
-            continue
-        if m := NODE.match(s):
-            current = IbNode(m.group(1), m.group(4).lower(), m.group(5), int(m.group(2)))
-            nodes[current.guid] = current
-        elif m := LINK.match(s):
-            if current is None:
-                raise IbnetFormatError(f"line {n}: port line outside a Switch/Ca block: {s}")
-            links.append((current.guid, int(m.group(1)), m.group(3).lower(), int(m.group(4)), m.group(5)))
-        else:
-            raise IbnetFormatError(f"line {n}: not ibnetdiscover output: {s}")
-    if not nodes:
+def parse_nodes(text: str) -> ibnetdiscover.Fabric:
+    """The nodes and cables of ibnetdiscover output, with the parser `make-root-guids` ships."""
+    try:
+        fabric = ibnetdiscover.parse(text, strict=True)
+    except ValueError as exc:
+        raise IbnetFormatError(str(exc)) from None
+    if not fabric.nodes:
         raise IbnetFormatError("no Switch or Ca blocks found")
-    return nodes, links
+    return fabric
 
 
 def parse_ibnetdiscover(text: str, plan: Plan, source: str = "ibnetdiscover") -> Observation:
     known = {d.name: d for d in plan.devices if d.fabric == "compute"}
-    nodes, links = parse_nodes(text)
+    fabric = parse_nodes(text)
+    nodes = fabric.nodes
     obs = Observation()
     where: dict[tuple[str, int], tuple[str, str] | None] = {}
 
@@ -109,29 +77,27 @@ def parse_ibnetdiscover(text: str, plan: Plan, source: str = "ibnetdiscover") ->
             return where[(guid, port)]
         node = nodes.get(guid)
         result = None
-        dev = device_of(node.desc, known) if node else None
+        dev = device_of(node.description, known) if node else None
         if node and dev:
             if node.kind == "Switch":
                 name = next((p.name for p in dev.ports if ib_port_number(p) == port and not p.address),
                             f"ib-port-{port}")
             else:
-                name = _hca_port(dev, node.desc) or f"{node.desc} port {port}"
+                name = _hca_port(dev, node.description) or f"{node.description} port {port}"
             result = (dev.name, name)
         where[(guid, port)] = result
         return result
 
     for guid in nodes:
         node = nodes[guid]
-        dev = device_of(node.desc, known)
+        dev = device_of(node.description, known)
         if dev:
             obs.devices.add(dev.name)
         else:
-            obs.unresolved.append(f"{node.kind} {node.guid} {node.desc!r} is not a planned device")
-    for guid, port, peer_guid, peer_port, comment in links:
-        a, b = end(guid, port), end(peer_guid, peer_port)
+            obs.unresolved.append(f"{node.kind} {node.guid} {node.description!r} is not a planned device")
+    for cable in fabric.cables:
+        a, b = end(cable.a_guid, cable.a_port), end(cable.b_guid, cable.b_port)
         if a is None or b is None:
             continue
-        m = WIDTH_SPEED.search(comment)
-        speed = speed_mbps(int(m.group(1)), m.group(2)) if m else None
-        obs.adjacencies.append(Adjacency(a, b, speed, source))
+        obs.adjacencies.append(Adjacency(a, b, cable.gbps * 1000 if cable.rate else None, source))
     return obs
