@@ -105,7 +105,7 @@ def place(ctx: BuildContext, slots: int, max_counts: dict[tuple[int, str], int],
             kind = dev.role
             h = heights[kind]
             first, start = index_of[kind]
-            n = _ordinal(dev) if row == 0 else dev_index_in_row(dev, seen)
+            n = dev.slot if row == 0 else dev_index_in_row(dev, seen)
             if row == 0:
                 per_rack = start
                 r, k = divmod(n, per_rack)
@@ -125,11 +125,6 @@ def dev_index_in_row(dev: Device, seen: dict[str, int]) -> int:
     i = seen[dev.role]
     seen[dev.role] = i + 1
     return i
-
-
-def _ordinal(dev: Device) -> int:
-    """Structural position of a core-row device, from its name's trailing numbers."""
-    return dev.slot
 
 
 def measure(ctx: BuildContext, racks: list[Rack]) -> None:

@@ -92,7 +92,7 @@ def _leaf_index(d: StorageDesign, unit: int, pair: int, side: int) -> int:
     return (unit * d.pairs_per_unit + pair) * d.per_pair + side
 
 
-def build(ctx: BuildContext, d: StorageDesign, sus: int, slots: int, loop_base: int, p2p_base: int) -> UpperTiersT:
+def build(ctx: BuildContext, d: StorageDesign, sus: int, slots: int, loop_base: int, p2p_base: int) -> clos.UpperTiers:
     spec = ctx.spec
     st = spec.storage
     inband = ctx.pools["inband"]
@@ -186,9 +186,6 @@ def build(ctx: BuildContext, d: StorageDesign, sus: int, slots: int, loop_base: 
                 host.bond = Bond("bond0" if d.ports_per_node == 2 else ifnames[0], "802.3ad", "fast", "layer3+4",
                                  spec.qos.host_mtu, address, int_to_ip(start + 1), vlan, members)
     return uppers
-
-
-UpperTiersT = clos.UpperTiers
 
 
 def _peer_base(d: StorageDesign) -> int:
