@@ -1,6 +1,6 @@
 """One pinned, tested set of charts and images; every entry can be pointed at a private mirror.
 
-Network-operator components: ../shared/reference/network-operator-v26.4.1/{release,Chart}.yaml.
+Network-operator components: tests/reference/network-operator-v26.4.1/{release,Chart}.yaml.
 whereabouts: v0.9.4. GPU operator: chart v26.3.3.
 """
 

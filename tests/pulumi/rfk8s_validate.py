@@ -1,6 +1,6 @@
 """Strict validation of what the Pulumi program emits.
 
-Custom resources: the CRD openAPIV3Schema in ../shared/reference, with additionalProperties: false added
+Custom resources: the CRD openAPIV3Schema in tests/reference, with additionalProperties: false added
 wherever the schema does not allow unknown fields. Built-in kinds: kubernetes-validate --strict.
 Helm values: the keys of the pinned chart's values.yaml. A resource with no schema is an error.
 """
@@ -21,8 +21,8 @@ from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 
 REPO = Path(__file__).resolve().parents[2]
-# The pinned upstream CRDs beside the repository (../shared/reference); RAILFORGE_REFERENCE_DIR overrides.
-REFERENCE = Path(os.environ.get("RAILFORGE_REFERENCE_DIR", REPO / ".." / "shared" / "reference")).resolve()
+# The pinned upstream CRDs carried in tests/reference (provenance in its README); RAILFORGE_REFERENCE_DIR overrides.
+REFERENCE = Path(os.environ.get("RAILFORGE_REFERENCE_DIR", REPO / "tests" / "reference")).resolve()
 TESTS = Path(__file__).resolve().parent
 KUBERNETES_VERSION = "1.34"
 WHEREABOUTS_VERSION = "v0.9.4"
