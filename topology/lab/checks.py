@@ -5,7 +5,6 @@ from __future__ import annotations
 import subprocess
 import time
 from dataclasses import dataclass
-from ipaddress import ip_interface
 from pathlib import Path
 
 from topology.lab import daemons
@@ -13,15 +12,14 @@ from topology.lab.fib import NetnsFib
 from topology.lab.scope import LabTopology
 from topology.lab.shell import in_ns
 from topology.lab.state import LabState
-from topology.plan import Link, Plan
 from topology.verify.cabling import CablingReport, compare
+from topology.verify.fabric import Fib, expected_routes, peer_key
 from topology.verify.lldp import parse_lldpcli_json
 from topology.verify.names import PlanNames
 from topology.verify.observed import Observation
 
 RTPROT_BGP = 186
 PING_PARALLEL = 64
-Fib = dict[str, dict[str, set[str]]]  # device -> prefix -> local ports of the next hops
 
 
 @dataclass(slots=True)
@@ -43,13 +41,6 @@ def config_rows(state: LabState, topo: LabTopology) -> list[Row]:
     return rows
 
 
-def _peer_key(plan_ports: dict[tuple[str, str], str | None], link: Link, me: str) -> str:
-    """How FRR names the BGP neighbour on this cable: the far end's address, or our interface if unnumbered."""
-    mine, far = (link.a, link.b) if link.a.device == me else (link.b, link.a)
-    addr = plan_ports.get((far.device, far.port))
-    return addr.split("/")[0] if addr else mine.port
-
-
 def bgp_sessions(state: LabState, topo: LabTopology, device: str) -> dict[str, str]:
     raw = daemons.vtysh_json(state, device, "show bgp summary json")
     out: dict[str, str] = {}
@@ -63,7 +54,7 @@ def bgp_sessions(state: LabState, topo: LabTopology, device: str) -> dict[str, s
 def bgp_rows(state: LabState, topo: LabTopology, plan_ports: dict[tuple[str, str], str | None]) -> list[Row]:
     rows = []
     for sw in topo.switches:
-        want = {_peer_key(plan_ports, link, sw.name) for link in topo.links
+        want = {peer_key(plan_ports, link, sw.name) for link in topo.links
                 if link.tier == "leaf-spine" and sw.name in (link.a.device, link.b.device)}
         have = bgp_sessions(state, topo, sw.name)
         up = {p for p in want if have.get(p) == "Established"}
@@ -74,33 +65,10 @@ def bgp_rows(state: LabState, topo: LabTopology, plan_ports: dict[tuple[str, str
     return rows
 
 
-def port_addresses(plan: Plan) -> dict[tuple[str, str], str | None]:
-    return {(d.name, p.name): p.address for d in plan.devices for p in d.ports}
-
-
 def expected_fib(topo: LabTopology, dead: set[str]) -> Fib:
     """Per switch, per other leaf's host subnet: the local ports whose path still reaches that leaf.
     `dead` holds failed cable ids."""
-    alive = [link for link in topo.links if link.tier == "leaf-spine" and link.id not in dead]
-    ends = [(link.a.device, link.a.port, link.b.device) for link in alive]
-    ends += [(link.b.device, link.b.port, link.a.device) for link in alive]
-    out: Fib = {}
-    leaves = topo.leaves()
-    spines = {s.name for s in topo.spines()}
-    for sw in topo.switches:
-        table: dict[str, set[str]] = {}
-        for leaf in leaves:
-            if leaf.name == sw.name:
-                continue
-            if sw.name in spines:
-                ports = {p for d, p, far in ends if d == sw.name and far == leaf.name}
-            else:
-                reach = {d for d, _, far in ends if d in spines and far == leaf.name}
-                ports = {p for d, p, far in ends if d == sw.name and far in reach}
-            for hs in leaf.host_subnets:
-                table[str(ip_interface(hs.prefix).network)] = ports
-        out[sw.name] = table
-    return out
+    return expected_routes(topo.switches, [lk for lk in topo.links if lk.tier == "leaf-spine"], dead)
 
 
 class FabricFib:

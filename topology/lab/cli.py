@@ -17,6 +17,7 @@ from topology.lab.scope import LabTopology, ScopeError, lab_topology
 from topology.lab.shell import CommandError, ns_pids
 from topology.lab.state import LabState, load_state
 from topology.plan import Plan
+from topology.verify.fabric import port_addresses
 from topology.verify.names import PlanNames
 from topology.verify.source import MissingBuild, load_generated_plan
 
@@ -143,7 +144,7 @@ def check(
     measurements: list[failure.Measurement] = []
     with checks.FabricFib(topo) as fibs:
         rows = checks.config_rows(state, topo)
-        rows += checks.bgp_rows(state, topo, checks.port_addresses(plan))
+        rows += checks.bgp_rows(state, topo, port_addresses(plan.devices))
         rows += checks.fib_rows(fibs, checks.expected_fib(topo, set()))
         rows += checks.ping_rows(topo)
         rows += checks.lldp_rows(checks.lldp_report(state, topo, PlanNames(plan)), topo)
