@@ -190,3 +190,18 @@ def swap(cluster: ClusterArg, cable_a: str, cable_b: str, out: OutOpt = None, pr
     fabric.swap_far_ends(topo, first, second)
     _console().print(f"{first.a.device}:{first.a.port} now reaches {second.b.device}:{second.b.port}, "
                      f"{second.a.device}:{second.a.port} reaches {first.b.device}:{first.b.port}", highlight=False)
+
+
+@lab_app.command()
+def dump(cluster: ClusterArg, folder: Annotated[Path, typer.Argument(help="write <switch>/*.json here")],
+         out: OutOpt = None, prefix: PrefixOpt = "rf-") -> None:
+    """Save each switch's `show bgp summary json`, `show ip route json` and LLDP neighbours as a real switch
+    prints them, laid out as `railforge verify fabric --frr` reads them."""
+    plan, state, topo = _running(cluster, out, prefix)
+    for sw in topo.switches:
+        target = folder / sw.name
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "bgp-summary.json").write_text(daemons.vtysh(state, sw.name, "show bgp summary json"))
+        (target / "ip-route.json").write_text(daemons.vtysh(state, sw.name, "show ip route json"))
+        (target / "lldp.json").write_text(daemons.lldp_neighbors(state, sw.name))
+    _console().print(f"wrote {len(topo.switches)} switches to {folder}", highlight=False)

@@ -11,6 +11,8 @@ from rich.table import Table
 
 from topology.plan import Link
 from topology.verify.cabling import CablingReport, compare
+from topology.verify.fabric import FabricReport
+from topology.verify.fabric_check import verify_fabric
 from topology.verify.ibnet import IbnetFormatError, parse_ibnetdiscover
 from topology.verify.lldp import LldpFormatError, load_lldp
 from topology.verify.names import PlanNames
@@ -69,4 +71,51 @@ def cabling(
         console.print(f"{source}: {len(obs.devices)} devices observed, {report.checked} planned cables in view, "
                       f"{report.matched} match, {len(report.findings)} findings", highlight=False)
         ok = ok and report.ok
+    raise typer.Exit(0 if ok else 1)
+
+
+def fabric_table(report: FabricReport, title: str) -> Table:
+    t = Table(title=title)
+    for col in ("finding", "switch", "cables", "detail"):
+        t.add_column(col, overflow="fold")
+    for f in report.findings:
+        t.add_row(f.kind, f.device, ", ".join(f.cables) or "-", f.message)
+    return t
+
+
+@verify_app.command()
+def fabric(
+    cluster: Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")],
+    frr: Annotated[Path, typer.Option(help="folder with one <switch>/ folder per switch holding bgp-summary.json, "
+                                           "ip-route.json and optionally lldp.json or lldp.txt")],
+    out: Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")] = None,
+    speed: Annotated[bool, typer.Option(help="LLDP: flag cables running at another speed than planned")] = True,
+    partial: Annotated[bool, typer.Option(help="LLDP: judge only cables with both ends in the input")] = False,
+) -> None:
+    """Judge live BGP sessions, routes and ECMP width (and LLDP) against the plan, per switch and cable label.
+    Exit 1 on any finding, 2 when the plan or the folder cannot be read."""
+    console, err = Console(), Console(stderr=True)
+    try:
+        plan, _ = load_generated_plan(cluster, out)
+        if not frr.is_dir():
+            raise MissingBuild(f"{frr}: not a folder (want one <switch>/ folder per switch)")
+        result = verify_fabric(plan, frr, check_speed=speed, partial=partial)
+    except (MissingBuild, OSError) as exc:
+        err.print(f"[red]error[/red] {exc}")
+        raise typer.Exit(2) from None
+    report = result.report
+    if report.findings:
+        console.print(fabric_table(report, f"{plan.cluster.name}: fabric findings"))
+    console.print(f"BGP/FIB: {result.switches} switches read, {report.sessions_up} of {report.sessions_checked} "
+                  f"planned sessions Established, {report.prefixes_complete} of {report.prefixes_checked} routes with "
+                  f"full ECMP, {len(report.findings)} findings", highlight=False)
+    ok = report.ok
+    if result.cabling is not None:
+        for u in result.cabling.unresolved:
+            err.print(f"[yellow]note[/yellow] {u}", highlight=False)
+        if result.cabling.findings:
+            console.print(report_table(result.cabling, f"{plan.cluster.name}: cabling mismatches (LLDP)"))
+        console.print(f"LLDP: {result.cabling.checked} planned cables in view, {result.cabling.matched} match, "
+                      f"{len(result.cabling.findings)} findings", highlight=False)
+        ok = ok and result.cabling.ok
     raise typer.Exit(0 if ok else 1)
