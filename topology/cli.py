@@ -24,10 +24,12 @@ from topology.render import families
 from topology.spec import load_spec
 from topology.spec.errors import SpecError, SpecErrors
 from topology.verify.cli import verify_app
+from topology.ztp.cli import ztp
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 app.add_typer(lab_app, name="lab")
 app.add_typer(verify_app, name="verify")
+app.command(name="ztp")(ztp)
 err = Console(stderr=True, soft_wrap=True)
 INVENTORY_LINKS = ("hosts.yml", "nodes", "group_vars")
 PARALLEL_MIN_DEVICES = 2000
