@@ -166,6 +166,13 @@ def test_secrets_land_only_in_the_files_that_carry_them(build) -> None:
     for rel in expected:
         proc = subprocess.run(["bash", "-n", str(out / rel)], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
+    before = {p: p.read_bytes() for p in sorted((out / "ztp").rglob("*")) if p.is_file()}
+    again = subprocess.run([sys.executable, "-c", "from topology.cli import app; app()", "ztp", str(base), "--out",
+                            str(out), "--server", "http://10.250.0.1:8080", "--credentials", "-"],
+                           input=creds.read_text(), capture_output=True, text=True, cwd=ROOT,
+                           env={**os.environ, "RAILFORGE_BGP_PASSWORD": BGP_PASSWORD})
+    assert again.returncode == 0, again.stderr
+    assert {p: p.read_bytes() for p in sorted((out / "ztp").rglob("*")) if p.is_file()} == before  # stdin, same bytes
     finish = (out / f"ztp/{SONIC}/sonic-finish.sh").read_text()
     frr = (out / f"configs/{SONIC}/frr.conf").read_text()
     groups = [ln.split()[1] for ln in frr.splitlines() if ln.startswith(" neighbor ") and ln.endswith(" peer-group")]
