@@ -35,7 +35,7 @@ def diff(
 ) -> None:
     """Compare two plans: counts, then details; write the work order. Exit 0 if the change only adds,
     1 if anything existing is renumbered, re-labelled, re-cabled, moved or removed, 2 on bad input."""
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)
     try:
         a, b = read_side(old), read_side(new)
         check_comparable(a, b)
