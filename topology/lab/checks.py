@@ -43,7 +43,7 @@ def config_rows(state: LabState, topo: LabTopology) -> list[Row]:
     return rows
 
 
-def _peer_key(plan_ports: dict[tuple[str, str], str | None], link: Link, me: str) -> str:
+def peer_key(plan_ports: dict[tuple[str, str], str | None], link: Link, me: str) -> str:
     """How FRR names the BGP neighbour on this cable: the far end's address, or our interface if unnumbered."""
     mine, far = (link.a, link.b) if link.a.device == me else (link.b, link.a)
     addr = plan_ports.get((far.device, far.port))
@@ -63,7 +63,7 @@ def bgp_sessions(state: LabState, topo: LabTopology, device: str) -> dict[str, s
 def bgp_rows(state: LabState, topo: LabTopology, plan_ports: dict[tuple[str, str], str | None]) -> list[Row]:
     rows = []
     for sw in topo.switches:
-        want = {_peer_key(plan_ports, link, sw.name) for link in topo.links
+        want = {peer_key(plan_ports, link, sw.name) for link in topo.links
                 if link.tier == "leaf-spine" and sw.name in (link.a.device, link.b.device)}
         have = bgp_sessions(state, topo, sw.name)
         up = {p for p in want if have.get(p) == "Established"}
