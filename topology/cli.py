@@ -127,7 +127,8 @@ def build(
     target = out or default_out(spec)
     if not allow_renumber:
         try:
-            check_growth(plan, target, spec, "--allow-renumber")
+            with clock.stage("renumber-guard"):
+                check_growth(plan, target, spec, "--allow-renumber")
         except Refused as exc:
             err.print(f"[red]error[/red] {exc}", highlight=False)
             raise typer.Exit(1) from None

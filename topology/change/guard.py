@@ -3,12 +3,14 @@ plan that keeps every existing device, cable label, port, address and ASN (addin
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 from pathlib import Path
 
 from topology.change.compare import compare
 from topology.change.sides import ChangeInputError, read_side
 from topology.plan import Plan
+from topology.planio import write_plan
 
 EXAMPLES = 5
 
@@ -27,6 +29,8 @@ def check_growth(plan: Plan, target: Path, spec: Path, option: str) -> None:
     if not previous.is_file():
         return
     hint = f"pass {option} to replace it anyway"
+    if _same_bytes(plan, previous):
+        return
     try:
         old = read_side(previous).plan
     except ChangeInputError as exc:
@@ -46,6 +50,13 @@ def check_growth(plan: Plan, target: Path, spec: Path, option: str) -> None:
         f"Nothing was written. See every change and the work order with:\n"
         f"  railforge build {spec} --out NEW && railforge diff {target} NEW\n"
         f"Grow within scalable_units.max to only add; {hint}.")
+
+
+def _same_bytes(plan: Plan, previous: Path) -> bool:
+    """The common rebuild: the plan serialises to the very bytes already there (no parse, no compare)."""
+    buf = io.BytesIO()
+    write_plan(plan, buf)
+    return buf.getvalue() == previous.read_bytes()
 
 
 def _spread(items: list) -> list:
