@@ -25,6 +25,7 @@ RA = {
 def _plan_with_sus(sus: int):
     data = yaml.safe_load(example_spec("dgx-h100-4su").read_text())
     data["scalable_units"]["count"] = sus
+    data["scalable_units"]["max"] = sus
     data["scalable_units"]["reserved_slots"][0]["su"] = sus
     return build_plan(validate(data, {}, "test"))
 

@@ -15,6 +15,8 @@ from rich.console import Console
 from rich.table import Table
 
 from topology.build import build_plan
+from topology.change.cli import diff
+from topology.change.guard import Refused, check_growth
 from topology.lab.cli import lab_app
 from topology.output import Output, UnsafePath
 from topology.parallel import render_parallel
@@ -30,6 +32,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 app.add_typer(lab_app, name="lab")
 app.add_typer(verify_app, name="verify")
 app.command(name="ztp")(ztp)
+
+app.command()(diff)
 err = Console(stderr=True, soft_wrap=True)
 INVENTORY_LINKS = ("hosts.yml", "nodes", "group_vars")
 PARALLEL_MIN_DEVICES = 2000
@@ -98,6 +102,8 @@ def build(
     timings: Annotated[Path | None, typer.Option(help="write per-stage wall/CPU seconds as JSON here")] = None,
     jobs: Annotated[int, typer.Option(help="worker processes for rendering (1 = serial)", min=1)] = min(
         2, os.cpu_count() or 1),
+    allow_renumber: Annotated[bool, typer.Option(help="replace an earlier plan in the output folder even if this "
+                                                      "one renumbers, re-labels or re-cables what it has")] = False,
 ) -> None:
     """Write the plan and every artifact, atomically."""
     gc.disable()
@@ -122,6 +128,13 @@ def build(
         select = names.__contains__
         fams = [f for f in fams if f.per_device]
     target = out or default_out(spec)
+    if not allow_renumber:
+        try:
+            with clock.stage("renumber-guard"):
+                check_growth(plan, target, spec, "--allow-renumber")
+        except Refused as exc:
+            err.print(f"[red]error[/red] {exc}", highlight=False)
+            raise typer.Exit(1) from None
     partial = bool(only or limit)
     output = Output(target, select=select, partial=partial)
     try:

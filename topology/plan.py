@@ -137,6 +137,7 @@ class Device:
     u: int
     su: int | None = None
     slot: int | None = None
+    height_u: int = 1
     rail: int | None = None
     group: str | None = None
     plane: str | None = None

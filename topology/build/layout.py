@@ -101,9 +101,11 @@ def place(ctx: BuildContext, slots: int, max_counts: dict[tuple[int, str], int],
                 i = dev.slot - 1
                 dev.rack = names.rack(row, positions[("compute", i // lay.nodes_per_rack)])
                 dev.u = 1 + (i % lay.nodes_per_rack) * spec.node.height_u
+                dev.height_u = spec.node.height_u if dev.role == "node" else 1
                 continue
             kind = dev.role
             h = heights[kind]
+            dev.height_u = h
             first, start = index_of[kind]
             n = dev.slot if row == 0 else dev_index_in_row(dev, seen)
             if row == 0:

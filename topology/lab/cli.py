@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -12,12 +13,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from topology.lab import checks, daemons, fabric, failure, runner
+from topology.change.compare import compare as compare_plans
+from topology.lab import checks, daemons, fabric, failure, hitless, runner
 from topology.lab.scope import LabTopology, ScopeError, lab_topology
 from topology.lab.shell import CommandError, ns_pids
 from topology.lab.state import LabState, load_state
 from topology.plan import Plan
-from topology.verify.fabric import port_addresses
+from topology.verify.fabric import peer_key, port_addresses
 from topology.verify.names import PlanNames
 from topology.verify.source import MissingBuild, load_generated_plan
 
@@ -205,3 +207,123 @@ def dump(cluster: ClusterArg, folder: Annotated[Path, typer.Argument(help="write
         (target / "ip-route.json").write_text(daemons.vtysh(state, sw.name, "show ip route json"))
         (target / "lldp.json").write_text(daemons.lldp_neighbors(state, sw.name))
     _console().print(f"wrote {len(topo.switches)} switches to {folder}", highlight=False)
+
+GrowTo = Annotated[Path, typer.Option("--to", help="build folder of the grown spec (within scalable_units.max)")]
+JsonOpt = Annotated[Path | None, typer.Option("--json", help="write the measurements as JSON here")]
+WaitOpt = Annotated[float, typer.Option(help="seconds to wait for BGP and the kernel FIBs to converge")]
+
+
+def _finish(result: dict, json_out: Path | None, ok: bool) -> None:
+    typer.echo(json.dumps(result))
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=1) + "\n")
+    raise typer.Exit(0 if ok else 1)
+
+
+@lab_app.command()
+def grow(cluster: ClusterArg, to: GrowTo, out: OutOpt = None, prefix: PrefixOpt = "rf-", wait: WaitOpt = 120,
+         json_out: JsonOpt = None) -> None:
+    """Grow the running lab to the new build: frr-reload.py on every running switch whose frr.conf changed (no
+    restart), then the new SU's switches and nodes; measure session resets, ping loss and reachability."""
+    plan, state, topo = _running(cluster, out, prefix)
+    try:
+        new = load_generated_plan(to, to)[0]
+    except MissingBuild as exc:
+        raise _err(str(exc)) from None
+    if new.cluster.name != plan.cluster.name:
+        raise _err(f"{to} is a build of {new.cluster.name}, the lab runs {plan.cluster.name}")
+    breaking = compare_plans(plan, new).breaking()
+    if breaking:
+        raise _err(f"{to} changes what the running lab has ({len(breaking)} changes, e.g. {breaking[0].kind} "
+                   f"{breaking[0].subject}): growth must only add; see `railforge diff {state.options['generated']} "
+                   f"{to}`")
+    o = state.options
+    try:
+        new_topo = lab_topology(new, o["sus"] + new.cluster.sus - plan.cluster.sus, o["spines"], o["hosts_per_su"],
+                                state.prefix)
+    except ScopeError as exc:
+        raise _err(str(exc)) from None
+    old_dir, new_dir = Path(o["generated"]) / "configs", to / "configs"
+    running = [s.name for s in topo.switches]
+    c = _console()
+    before = hitless.snapshot(state, running)
+    pings = hitless.Pings(topo)
+    try:
+        time.sleep(2)
+        reloaded, t0 = [], time.monotonic()
+        for name in running:
+            if (old_dir / name / "frr.conf").read_bytes() != (new_dir / name / "frr.conf").read_bytes():
+                hitless.frr_reload(state, name, new_dir / name / "frr.conf")
+                reloaded.append(name)
+        reload_s = time.monotonic() - t0
+        c.print(f"frr-reload.py applied the new frr.conf to {len(reloaded)} running switches in {reload_s:.1f} s",
+                highlight=False)
+        t1 = time.monotonic()
+        added, cables = hitless.add_devices(state, topo, new_topo, new_dir)
+        o.update(sus=new_topo_sus(new_topo), generated=str(to))
+        state.save()
+        with checks.FabricFib(new_topo) as fibs:
+            converged = checks.wait_fib(fibs, checks.expected_fib(new_topo, set()), timeout=wait)
+        grow_s = time.monotonic() - t1
+        time.sleep(2)
+    except BaseException:
+        pings.kill()
+        raise
+    tx, rx, lossy = pings.stop()
+    rep = hitless.compare_sessions(before, hitless.snapshot(state, running))
+    new_hosts = {d.name for d in added if d in new_topo.hosts}
+    reach = [r for r in checks.ping_rows(new_topo) if r.subject.split(" -> ")[0] in new_hosts
+             or r.subject.split(" -> ")[1].split()[0] in new_hosts]
+    result = {"sessions_before": len(before.sessions), "reloaded_switches": len(reloaded),
+              "reload_s": round(reload_s, 2),
+              "new_devices": len(added), "new_cables": cables,
+              "converge_s": None if converged is None else round(grow_s, 2),
+              "sessions_kept": rep.kept, "sessions_reset": rep.reset, "sessions_new": rep.new,
+              "min_uptime_gain_s": rep.min_uptime_gain_s,
+              "pings_sent": tx, "pings_lost": tx - rx, "lossy_pairs": lossy,
+              "new_su_pairs": len(reach), "new_su_unreachable": [r.subject for r in reach if not r.ok]}
+    ok = converged is not None and not rep.reset and tx > 0 and tx == rx and reach and all(r.ok for r in reach)
+    _finish(result, json_out, bool(ok))
+
+
+def new_topo_sus(topo: LabTopology) -> int:
+    return len({d.su for d in topo.leaves()})
+
+
+@lab_app.command()
+def rma(cluster: ClusterArg, switch: Annotated[str, typer.Argument(help="the switch replaced")],
+        out: OutOpt = None, prefix: PrefixOpt = "rf-", wait: WaitOpt = 120, json_out: JsonOpt = None) -> None:
+    """Replace one running switch (its namespace goes and comes back with the same generated frr.conf); show
+    that no session elsewhere resets, how long until its own sessions and the FIBs are back, and ping loss."""
+    plan, state, topo = _running(cluster, out, prefix)
+    if switch not in {s.name for s in topo.switches}:
+        raise _err(f"{switch} is not a switch of the running lab; it has: "
+                   f"{', '.join(s.name for s in topo.switches)}")
+    others = [s.name for s in topo.switches if s.name != switch]
+    addrs = port_addresses(plan.devices)
+    to_it = {(far, peer_key(addrs, link, far)) for link in topo.uplinks(switch)
+             for far in (link.a.device, link.b.device) if far != switch}
+    before = hitless.snapshot(state, others)
+    own = len(topo.uplinks(switch))
+    pings = hitless.Pings(topo)
+    try:
+        time.sleep(2)
+        t0 = time.monotonic()
+        hitless.replace_switch(state, topo, switch, Path(state.options["generated"]) / "configs")
+        back = hitless.wait_established(state, [switch], {switch: own}, wait)
+        with checks.FabricFib(topo) as fibs:
+            converged = checks.wait_fib(fibs, checks.expected_fib(topo, set()), timeout=wait)
+        restore_s = time.monotonic() - t0
+        time.sleep(2)
+    except BaseException:
+        pings.kill()
+        raise
+    tx, rx, lossy = pings.stop()
+    rep = hitless.compare_sessions(before, hitless.snapshot(state, others), skip=to_it)
+    result = {"switch": switch, "its_sessions": own,
+              "other_sessions": sum(1 for k in before.sessions if k not in to_it),
+              "its_sessions_back_s": None if back is None else round(back, 2),
+              "fib_restored_s": None if converged is None else round(restore_s, 2),
+              "other_sessions_kept": rep.kept, "other_sessions_reset": rep.reset,
+              "pings_sent": tx, "pings_lost": tx - rx, "lossy_pairs": lossy}
+    _finish(result, json_out, back is not None and converged is not None and not rep.reset)

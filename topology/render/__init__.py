@@ -25,6 +25,7 @@ def families() -> list[Family]:
     from topology.render import (
         bom,
         cabling,
+        elevations,
         inventory,
         ipplan,
         nccl,
@@ -50,6 +51,7 @@ def families() -> list[Family]:
         Family("report", "report.md: counts, oversubscription, bisection, traffic paths, failure arithmetic",
                report.render),
         Family("svg", "fabric.svg: each fabric by tier with link bundles", svg.render),
+        Family("elevations", "elevations/row-<NNN>.svg: every rack of a row, each device at its U", elevations.render),
         Family("slurm", "slurm/topology.conf (tree) and slurm/topology-block.conf (one block per SU)", slurm.render),
         Family("nccl", "nccl/<node>.env per node and nccl/hostfile in topology order", nccl.render,
                per_device=True),

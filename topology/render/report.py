@@ -9,6 +9,7 @@ from fractions import Fraction
 from topology.output import Output
 from topology.plan import Plan, TierSummary
 from topology.render.bom import bill_of_materials
+from topology.render.elevations import elevation_file
 from topology.render.tables import ROLE_ORDER, address_table
 
 HOURS_PER_MONTH = 730.0
@@ -138,6 +139,9 @@ def report_markdown(plan: Plan) -> str:
     out += _table(("pool", "range", "size", "allocated", "assigned", "free", "allocated %"),
                   [(u.name, u.range, u.size, u.allocated, u.assigned, u.free, f"{u.allocated_pct:.1f}")
                    for u in usage])
+    rows = sorted({r.row for r in plan.racks})
+    out += ["", "## Drawings", "", "Fabric by tier: [fabric.svg](fabric.svg). Rack elevations (every device at its "
+            "U): " + ", ".join(f"[row {r}]({elevation_file(r)})" for r in rows) + "."]
     out.append("")
     return "\n".join(out)
 
