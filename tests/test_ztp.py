@@ -365,3 +365,34 @@ def test_kea_serves_planned_address_gateway_and_ztp_url_then_files_come_over_htt
 
     assert _udhcpc(tmp_path, UNKNOWN_MAC) is None
     assert procs[0].poll() is None
+
+
+def test_kea_config_by_client_id_loads_and_is_stable_when_the_cluster_grows(tmp_path: Path) -> None:
+    """A reservation by client-id (no MAC) passes `kea-dhcp4 -t`; adding an SU keeps every existing subnet id,
+    address and option, and only appends."""
+    from topology.build import build_plan
+    from topology.spec import load_spec
+    from topology.ztp.macs import SwitchId
+    from topology.ztp.render import DhcpOptions, kea_config
+
+    grown = tmp_path / "grown.yaml"
+    grown.write_text(SPEC.read_text().replace("  count: 1\n", "  count: 2\n"))
+    plans = [build_plan(*load_spec(path), str(path)) for path in (SPEC, grown)]
+    opts = DhcpOptions("http://10.250.0.1:8080", ("10.250.0.53",))
+    ids = [SwitchId(SONIC, None, "01:0c:42:a1:00:00:01", "MT2231X01234"), SwitchId(CUMULUS, MACS[SONIC], None, None),
+           SwitchId("su001-leaf-r0", "0c:42:a1:00:00:03", None, None)]
+    small, big = (json.loads(kea_config(p, ids, opts))["Dhcp4"] for p in plans)
+    extra = SwitchId("su002-leaf-r0", "0c:42:a1:00:00:04", None, None)
+    big = json.loads(kea_config(plans[1], [*ids, extra], opts))["Dhcp4"]
+    old = {s["id"]: s for s in small["subnet4"]}
+    new = {s["id"]: s for s in big["subnet4"]}
+    assert set(old) < set(new)
+    assert all(new[i] == old[i] for i in old)
+    res = next(r for s in small["subnet4"] for r in s["reservations"] if r["hostname"] == SONIC)
+    assert res["client-id"] == "01:0c:42:a1:00:00:01" and "hw-address" not in res
+    assert res["user-context"]["serial"] == "MT2231X01234"
+    require_tool("kea-dhcp4")
+    conf = tmp_path / "kea.conf"
+    conf.write_text(kea_config(plans[1], [*ids, extra], opts))
+    check = subprocess.run(["kea-dhcp4", "-t", str(conf)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
