@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import plan_of, require_tool, run_cli
+from tests.conftest import ROOT, plan_of, require_tool, run_cli, tool_path
 from topology.lab import daemons
 from topology.lab.state import load_state
 from topology.plan import Plan
@@ -111,6 +112,33 @@ def lab_dumps(built, tmp_path_factory):
 def _verify(generated: Path, folder: Path) -> subprocess.CompletedProcess:
     return run_cli("verify", "fabric", CLUSTER, "--out", str(generated), "--frr", str(folder), "--partial",
                    "--no-speed", check=False)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_collection_playbook_output_is_what_verify_reads(lab_dumps, tmp_path: Path) -> None:
+    """playbooks/collect_fabric.yml on two lab switches (local connection; the show commands are swapped for the
+    lab's `ip netns exec … vtysh`, the only part a lab cannot run as on a switch): its folder is judged clean."""
+    require_tool("ansible-playbook")
+    generated, _, _ = lab_dumps
+    run = f"/run/railforge-lab/{PREFIX}{NAME}"
+    vtysh = f"ip netns exec {PREFIX}{{{{ inventory_hostname }}}} vtysh --vty_socket {run}/{{{{ inventory_hostname }}}}"
+    extra = {"collect_fabric_dest": str(tmp_path / "dump"), "ansible_become": False,
+             "collect_fabric_commands": [{"file": "bgp-summary.json", "cumulus": f"{vtysh} -c 'show bgp summary json'"},
+                                         {"file": "ip-route.json", "cumulus": f"{vtysh} -c 'show ip route json'"}]}
+    (tmp_path / "extra.json").write_text(json.dumps(extra))
+    inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
+                         "children": {"compute_leaf": {"hosts": {"su001-leaf-r0": {}}},
+                                      "compute_spine": {"hosts": {"spine01": {}}}}}}
+    (tmp_path / "inventory.json").write_text(json.dumps(inventory))
+    proc = subprocess.run([tool_path("ansible-playbook"), "-i", str(tmp_path / "inventory.json"),
+                           str(ROOT / "playbooks" / "collect_fabric.yml"), "-e", f"@{tmp_path / 'extra.json'}"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert sorted(p.name for p in (tmp_path / "dump").iterdir()) == ["spine01", "su001-leaf-r0"]
+    result = verify_fabric(plan_of(NAME), tmp_path / "dump")
+    assert result.switches == 2 and result.report.ok, [f.message for f in result.report.findings]
+    assert result.report.sessions_up == result.report.sessions_checked > 0
 
 
 @pytest.mark.root

@@ -5,7 +5,8 @@ namespace); busybox `udhcpc` in a second namespace, with a planned switch's MAC,
 management address, the OOB gateway, the DNS server and its ZTP URL (option 67 for SONiC, 239 for
 Cumulus), and with that address fetches its ZTP file and every file the ZTP file names over HTTP
 (python http.server serving the generated folder); the bytes must equal the build's. A MAC the
-user did not list gets no offer. bash parses both scripts. Bad MAC files are rejected naming rows.
+user did not list gets no offer. bash parses both scripts and runs them in the switch namespace (real curl,
+stubbed NOS and account tools that record their arguments). Bad MAC files are rejected naming rows.
 A secret given as input appears only in the 0600 files that must carry it (the whole output is
 searched, workbook unzipped).
 """
@@ -240,6 +241,62 @@ def _fetch(url: str) -> bytes:
     return proc.stdout
 
 
+STUB = """#!/bin/sh
+echo "$(basename "$0") $*" >> {log}
+case "$(basename "$0") $1 $2" in
+  "nv config replace") cp "$3" {rec}/startup.yaml ;;
+  "install -d"*) mkdir -p "$(eval echo \\${{$#}})" ;;
+esac
+"""
+
+
+def _run_script(script: Path, user: str, tools: tuple[str, ...], tmp: Path) -> tuple[list[str], Path]:
+    """Run a fetched ZTP script in the switch namespace with a private tmpfs /home; curl is real (it fetches over
+    HTTP), NOS and account tools are stubs recording their arguments. Returns the calls and the record folder."""
+    stubs, rec = tmp / f"stubs-{user}", tmp / f"rec-{user}"
+    stubs.mkdir()
+    rec.mkdir()
+    log = rec / "calls.log"
+    for tool in tools:
+        (stubs / tool).write_text(STUB.format(log=log, rec=rec))
+        (stubs / tool).chmod(0o755)
+    keys = f"/home/{user}/.ssh/authorized_keys"
+    proc = subprocess.run(["ip", "netns", "exec", SW, "unshare", "-m", "sh", "-c",
+                           f"mount -t tmpfs none /home && PATH={stubs}:$PATH bash {script} && cp {keys} {rec}/keys"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (rec / "keys").read_text() == SSH_KEY + "\n"
+    return log.read_text().splitlines(), rec
+
+
+def _run_cumulus_script(out: Path, tmp: Path) -> None:
+    calls, rec = _run_script(out / f"ztp/{CUMULUS}/cumulus-ztp.sh", "cumulus",
+                             ("nv", "usermod", "passwd", "install", "chown", "chmod"), tmp)
+    assert (rec / "startup.yaml").read_bytes() == (out / f"configs/{CUMULUS}/startup.yaml").read_bytes()
+    assert f"usermod -p {PASSWORD_HASH} cumulus" in calls
+    groups = sorted({line.split("peer-group: ")[1] for line in (rec / "startup.yaml").read_text().splitlines()
+                     if "peer-group: " in line})
+    assert groups
+    nv = [c for c in calls if c.startswith("nv ")]
+    assert nv == (["nv config replace /tmp/railforge-startup.yaml"]
+                  + [f"nv set vrf default router bgp peer-group {g} password {BGP_PASSWORD}" for g in groups]
+                  + ["nv config apply -y", "nv config save"])
+
+
+def _run_sonic_finish(out: Path, tmp: Path) -> None:
+    calls, _ = _run_script(out / f"ztp/{SONIC}/sonic-finish.sh", "admin",
+                           ("usermod", "install", "chown", "chmod", "systemctl", "vtysh", "config"), tmp)
+    frr = (out / f"configs/{SONIC}/frr.conf").read_text()
+    asn = next(ln.split()[2] for ln in frr.splitlines() if ln.startswith("router bgp "))
+    groups = [ln.split()[1] for ln in frr.splitlines() if ln.startswith(" neighbor ") and ln.endswith(" peer-group")]
+    assert groups
+    assert calls[0] == f"usermod -p {PASSWORD_HASH} admin"
+    assert calls[-4:] == ["systemctl restart bgp", "vtysh -c show bgp summary",
+                          f"vtysh -c configure terminal -c router bgp {asn} "
+                          + " ".join(f"-c neighbor {g} password {BGP_PASSWORD}" for g in groups)
+                          + " -c end -c write memory", "config save -y"]
+
+
 def _configure(lease: dict[str, str]) -> None:
     _netns("ip", "-n", SW, "addr", "add", f"{lease['ip']}/{lease['mask']}", "dev", CLIENT_IF)
 
@@ -250,7 +307,8 @@ def test_kea_serves_planned_address_gateway_and_ztp_url_then_files_come_over_htt
     server = f"http://{gateway}:{PORT}"
     macs, creds = _write_inputs(base)
     _ztp(base, out, "--server", server, "--credentials", str(creds), "--dns", "10.250.0.53",
-         "--dhcp-interface", SERVER_IF, "--lease-file", str(tmp_path / "leases.csv"))
+         "--dhcp-interface", SERVER_IF, "--lease-file", str(tmp_path / "leases.csv"),
+         env={"RAILFORGE_BGP_PASSWORD": BGP_PASSWORD})
     conf = out / "ztp" / "kea-dhcp4.conf"
     check = subprocess.run(["ip", "netns", "exec", SRV, "kea-dhcp4", "-t", str(conf)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
@@ -285,6 +343,7 @@ def test_kea_serves_planned_address_gateway_and_ztp_url_then_files_come_over_htt
                           (ztp["03-railforge-finish"]["plugin"]["url"], f"ztp/{SONIC}/sonic-finish.sh")):
         assert urlsplit(source).path == f"/{local}"
         assert _fetch(source) == (out / local).read_bytes()
+    _run_sonic_finish(out, tmp_path)
     assert json.loads((out / f"configs/{SONIC}/config_db.json").read_text())["DEVICE_METADATA"]["localhost"][
         "hostname"] == SONIC
 
@@ -302,6 +361,38 @@ def test_kea_serves_planned_address_gateway_and_ztp_url_then_files_come_over_htt
     startup_url = f"{server}/configs/{CUMULUS}/startup.yaml"
     assert startup_url.encode() in script
     assert _fetch(startup_url) == (out / f"configs/{CUMULUS}/startup.yaml").read_bytes()
+    _run_cumulus_script(out, tmp_path)
 
     assert _udhcpc(tmp_path, UNKNOWN_MAC) is None
     assert procs[0].poll() is None
+
+
+def test_kea_config_by_client_id_loads_and_is_stable_when_the_cluster_grows(tmp_path: Path) -> None:
+    """A reservation by client-id (no MAC) passes `kea-dhcp4 -t`; adding an SU keeps every existing subnet id,
+    address and option, and only appends."""
+    from topology.build import build_plan
+    from topology.spec import load_spec
+    from topology.ztp.macs import SwitchId
+    from topology.ztp.render import DhcpOptions, kea_config
+
+    grown = tmp_path / "grown.yaml"
+    grown.write_text(SPEC.read_text().replace("  count: 1\n", "  count: 2\n"))
+    plans = [build_plan(*load_spec(path), str(path)) for path in (SPEC, grown)]
+    opts = DhcpOptions("http://10.250.0.1:8080", ("10.250.0.53",))
+    ids = [SwitchId(SONIC, None, "01:0c:42:a1:00:00:01", "MT2231X01234"), SwitchId(CUMULUS, MACS[SONIC], None, None),
+           SwitchId("su001-leaf-r0", "0c:42:a1:00:00:03", None, None)]
+    small, big = (json.loads(kea_config(p, ids, opts))["Dhcp4"] for p in plans)
+    extra = SwitchId("su002-leaf-r0", "0c:42:a1:00:00:04", None, None)
+    big = json.loads(kea_config(plans[1], [*ids, extra], opts))["Dhcp4"]
+    old = {s["id"]: s for s in small["subnet4"]}
+    new = {s["id"]: s for s in big["subnet4"]}
+    assert set(old) < set(new)
+    assert all(new[i] == old[i] for i in old)
+    res = next(r for s in small["subnet4"] for r in s["reservations"] if r["hostname"] == SONIC)
+    assert res["client-id"] == "01:0c:42:a1:00:00:01" and "hw-address" not in res
+    assert res["user-context"]["serial"] == "MT2231X01234"
+    require_tool("kea-dhcp4")
+    conf = tmp_path / "kea.conf"
+    conf.write_text(kea_config(plans[1], [*ids, extra], opts))
+    check = subprocess.run(["kea-dhcp4", "-t", str(conf)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from ipaddress import ip_interface
 
-from topology.plan import SWITCH_ROLES, Device, Link
+from topology.plan import Device, Link
 
 Fib = dict[str, dict[str, set[str]]]  # device -> prefix -> local ports of the next hops
 Adjacency = dict[str, list[tuple[str, str]]]  # device -> (far device, far device's port) per live cable
@@ -207,7 +207,3 @@ def judge_routes(report: FabricReport, device: str, want: dict[str, set[str]], h
         report.findings.append(Finding("prefix-unexpected", device, [], (
             f"{device} has a BGP route to {prefix} via {', '.join(sorted(have[prefix])) or '-'} that the plan "
             "does not announce to it")))
-
-
-def is_switch(dev: Device) -> bool:
-    return dev.role in SWITCH_ROLES
