@@ -43,7 +43,9 @@ def ib_port(i: Interface) -> int:
 
 
 def _host_node(i: Interface) -> str:
-    return f"{i.peer_device} {i.peer_hca or i.peer_port}"
+    if i.peer_hca is None:
+        raise ValueError(f"{i.peer_device}:{i.peer_port} is cabled to a leaf but has no HCA name in the plan")
+    return f"{i.peer_device} {i.peer_hca}"
 
 
 def expected_topology(switches: list[SwitchConfig]) -> list[tuple]:

@@ -44,14 +44,9 @@ def device_of(desc: str, known: dict[str, Device]) -> Device | None:
 
 
 def _hca_port(dev: Device, desc: str) -> str | None:
-    m = re.search(r"\b(mlx\d+_\d+)\b", desc)
-    if not m:
-        return None
-    for rail in dev.rails:
-        if rail.hca == m.group(1):
-            return rail.ifname
-    index = int(m.group(1).rsplit("_", 1)[1])
-    return next((p.name for p in dev.ports if p.index == index and not p.address), None)
+    """The host port of an HCA described as `<hostname> <hca>`, by the plan's HCA naming rule."""
+    found = (ports.hca_port(dev, token) for token in desc.split()[1:])
+    return next((port for port in found if port), None)
 
 
 def parse_nodes(text: str) -> ibnetdiscover.Fabric:
