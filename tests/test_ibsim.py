@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,8 @@ from topology.lab import ibsim
 from topology.planio import read_plan
 from topology.render import ibnetdiscover
 from topology.spec import load_spec
+from topology.verify.cabling import compare
+from topology.verify.ibnet import parse_ibnetdiscover
 
 SPECS = {"dgx-h100-4su": example_spec("dgx-h100-4su"), "configs-ib": ROOT / "tests" / "specs" / "configs-ib.yaml"}
 
@@ -39,7 +40,7 @@ def _build(name: str, tmp: Path) -> Path:
 def _sim(plan, work: Path, swaps=()) -> ibsim.IbSim:
     work.mkdir(parents=True, exist_ok=True)
     (work / "net").write_text(ibsim.net_file(plan, swaps))
-    sim = ibsim.IbSim(work, f"rf-i16ib-{os.getpid()}-{work.name}", ibsim.sm_host(plan))
+    sim = ibsim.IbSim(work, f"railforge-test-{os.getpid()}-{work.parent.name}", ibsim.sm_host(plan))
     sim.start(work / "net")
     return sim
 
@@ -56,19 +57,9 @@ def fabric(request, tmp_path_factory):
     osm = out / "configs" / "opensm"
     sim = _sim(plan, tmp / "run")
     try:
-        before = tmp / "ibnetdiscover-before.txt"
-        before.write_text(sim.run("ibnetdiscover").stdout)
-        for script, arg, target in (("make-root-guids", "root-switches.txt", "root-guids.conf"),
-                                    ("make-partitions", "partition-members.txt", "partitions.conf")):
-            subprocess.run([str(osm / script), str(osm / arg), str(before), "-o", str(tmp / target)],
-                           check=True, capture_output=True, text=True)
-        log = sim.start_opensm(osm / "opensm.conf", tmp / "root-guids.conf", tmp / "partitions.conf")
-        dump = tmp / "ibnetdiscover.txt"
-        dump.write_text(sim.run("ibnetdiscover").stdout)
-        parsed = ibnetdiscover.parse(dump.read_text())
-        sminfo = sim.run("sminfo").stdout
-        yield {"name": name, "out": out, "plan": plan, "log": log, "dump": dump, "fabric": parsed,
-               "sminfo": sminfo, "sim": sim}
+        run = ibsim.day_one(sim, osm)
+        yield {"name": name, "out": out, "plan": plan, "log": run.log, "dump": run.after,
+               "fabric": ibnetdiscover.parse(run.after.read_text()), "sminfo": sim.run("sminfo").stdout, "sim": sim}
     finally:
         sim.stop()
 
@@ -139,9 +130,8 @@ def test_verifier_finds_the_simulated_fabric_cabled_as_planned(fabric):
     assert f"{len(links)} planned cables in view, {len(links)} match, 0 findings" in " ".join(proc.stdout.split())
     rates = {c.rate for c in fabric["fabric"].cables}
     assert rates == {"4xSDR"}  # the planned 4 lanes per port; ibsim 0.10 trains every link at SDR
-    with_speed = run_cli(*args, check=False)
-    assert with_speed.returncode == 1 and f"{len(links)} findings" in " ".join(with_speed.stdout.split())
-    assert "wrong-port" not in with_speed.stdout and "swapped" not in with_speed.stdout
+    with_speed = compare(links, parse_ibnetdiscover(fabric["dump"].read_text(), fabric["plan"]), check_speed=True)
+    assert {f.kind for f in with_speed.findings} == {"wrong-speed"} and len(with_speed.findings) == len(links)
 
 
 def test_seeded_swaps_are_named_by_cable_label(tmp_path):
@@ -155,6 +145,7 @@ def test_seeded_swaps_are_named_by_cable_label(tmp_path):
         dump.write_text(sim.run("ibnetdiscover").stdout)
     finally:
         sim.stop()
+    assert sim.ibsim.returncode is not None and not Path(f"/proc/{sim.ibsim.pid}").exists()
     proc = run_cli("verify", "cabling", str(out), "--out", str(out), "--ibnetdiscover", str(dump), "--no-speed",
                    check=False)
     assert proc.returncode == 1
@@ -163,10 +154,14 @@ def test_seeded_swaps_are_named_by_cable_label(tmp_path):
         ("swapped", ", ".join(pair)) for pair in swaps], proc.stdout
 
 
-def test_every_started_process_is_gone(tmp_path):
+def test_lab_ibsim_command_runs_the_day_one_checks(tmp_path):
     _require_sim()
     out = _build("configs-ib", tmp_path)
-    sim = _sim(read_plan(out / "plan.json"), tmp_path / "run")
-    pid = sim.ibsim.pid
-    sim.stop()
-    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+    proc = run_cli("lab", "ibsim", str(out), "--out", str(out), "--workdir", str(tmp_path / "run"), check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {r.split("│")[1].strip(): r.split("│")[2].strip() for r in proc.stdout.splitlines() if re.match(r"│ \w", r)}
+    assert rows == {"master": "ok", "routing": "ok", "roots": "ok", "cabling": "ok"}
+    assert (tmp_path / "run" / "partitions.conf").read_text().count("ALL_SWITCHES=full,\n") == 2
+    bad = run_cli("lab", "ibsim", str(out), "--out", str(out), "--swap", "CMP-000017,CMP-000021", check=False)
+    assert bad.returncode == 1 and "swapped │ CMP-000017, CMP-000021" in bad.stdout
+

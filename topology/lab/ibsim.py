@@ -23,7 +23,7 @@ from pathlib import Path
 
 from topology.build.ports import ib_port_number
 from topology.plan import Plan
-from topology.render import opensm
+from topology.render import ibnetdiscover, opensm
 from topology.render.switch_model import build_models
 
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
@@ -118,6 +118,14 @@ class IbSim:
                 "OSM_TMP_DIR": str(cache), "OSM_CACHE_DIR": str(cache)}
 
     def start(self, net: Path, timeout: float = 30) -> None:
+        """Start ibsim on `net` and wait until it answers an SMP; on failure nothing is left running."""
+        try:
+            self._start(net, timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, net: Path, timeout: float) -> None:
         log = open(self.workdir / "ibsim.log", "w")  # noqa: SIM115 - closed by the child's exit
         env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
         env["IBSIM_SOCKNAME"] = self.sockname
@@ -145,6 +153,13 @@ class IbSim:
         """OpenSM with the generated opensm.conf; the root GUID and partition files and the log are given on
         the command line (they override the conf's /etc and /var/log paths). Returns the log once the
         subnet is up (or raises)."""
+        try:
+            return self._start_opensm(conf, root_guids, partitions, timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_opensm(self, conf: Path, root_guids: Path, partitions: Path, timeout: float) -> str:
         cmd = ["opensm", "-F", str(conf), "-a", str(root_guids), "-P", str(partitions), "-f", str(self.osm_log),
                "-D", "0x07", "-d", "2"]
         out = open(self.workdir / "opensm.out", "w")  # noqa: SIM115 - closed by the child's exit
@@ -175,3 +190,52 @@ class IbSim:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+@dataclass
+class DayOne:
+    """What a site does on day 1, on the simulated fabric: the files made and OpenSM's log."""
+
+    before: Path  # ibnetdiscover output before the SM runs (input of the generated scripts)
+    root_guids: Path
+    partitions: Path
+    log: str
+    after: Path  # ibnetdiscover output with the subnet up (LIDs assigned)
+
+
+def day_one(sim: IbSim, opensm_dir: Path) -> DayOne:
+    """ibnetdiscover -> make-root-guids, make-partitions -> OpenSM with the generated opensm.conf -> ibnetdiscover."""
+    w = sim.workdir
+    before, after = w / "ibnetdiscover-before.txt", w / "ibnetdiscover.txt"
+    before.write_text(sim.run("ibnetdiscover").stdout)
+    made = {}
+    for script, arg, target in (("make-root-guids", "root-switches.txt", "root-guids.conf"),
+                                ("make-partitions", "partition-members.txt", "partitions.conf")):
+        proc = subprocess.run([str(opensm_dir / script), str(opensm_dir / arg), str(before), "-o", str(w / target)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SimError(f"{script} failed: {proc.stderr.strip()}")
+        made[script] = w / target
+    log = sim.start_opensm(opensm_dir / "opensm.conf", made["make-root-guids"], made["make-partitions"])
+    after.write_text(sim.run("ibnetdiscover").stdout)
+    return DayOne(before, made["make-root-guids"], made["make-partitions"], log, after)
+
+
+def sm_checks(run: DayOne, roots: list[str]) -> list[tuple[str, bool, str]]:
+    """(check, ok, detail): MASTER, the routing engine that built the tables, the root switches it ranked."""
+    log = run.log
+    engines = sorted(set(re.findall(r"building routing with '(\w+)' routing algorithm", log)))
+    block = log.split("- Root switches:", 1)[-1].split("- Leaf switches", 1)[0]
+    ranked = {int(g, 16) for g in re.findall(r"GUID: 0x([0-9a-f]+)", block)}
+    fabric = ibnetdiscover.parse(run.after.read_text())
+    by_guid = {int(n.guid, 16): n.name for n in fabric.nodes.values() if n.kind == "Switch"}
+    ranked_names = sorted(by_guid.get(g, hex(g)) for g in ranked)
+    ok_tables = "ftree tables configured on all switches" in log
+    return [
+        ("master", "Entering MASTER state" in log and "SUBNET UP" in log, "OpenSM MASTER, SUBNET UP"),
+        ("routing", engines == ["ftree"] and ok_tables, f"engines that built tables: {', '.join(engines) or 'none'}"),
+        ("roots", ranked_names == sorted(roots),
+         f"ftree ranked {len(ranked_names)} roots ({', '.join(ranked_names[:3])}{' ...' if len(ranked) > 3 else ''})"
+         f", {len(roots)} planned"),
+    ]
+
