@@ -26,7 +26,8 @@ from topology.plan import Plan
 from topology.render import ibnetdiscover, opensm
 from topology.render.switch_model import build_models
 
-UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+UMAD2SIM = next((str(p) for p in sorted(Path("/usr/lib").glob("*/umad2sim/libumad2sim.so"))),
+                "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so")
 SWITCH_GUID_BASE = 0xFC6A1C0300000000
 HCA_GUID_BASE = 0x946DAE0300000000
 WIDTH_BITS = {1: 1, 4: 2, 8: 4, 12: 8}  # PortInfo LinkWidthEnabled bit per lane count
