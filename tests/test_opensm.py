@@ -180,3 +180,13 @@ def test_make_partitions_writes_member_port_guids(ib_out, tmp_path):
                      "research=0x0a01, ipoib, defmember=full : ALL_SWITCHES=full,",
                      "  0x946dae03006d0b2b=full ;",
                      "idle=0x0a03, ipoib, defmember=full : ALL_SWITCHES=full ;"]
+
+
+def test_make_partitions_names_a_malformed_members_line(ib_out, tmp_path):
+    members = tmp_path / "members.txt"
+    members.write_text("research\t0x0a01\nresearch 0x0a01 su001-gpu01 mlx5_0\n")
+    dump = tmp_path / "ibnetdiscover.txt"
+    dump.write_text(IBNETDISCOVER)
+    proc = _run(ib_out / "make-partitions", str(members), str(dump))
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert f"{members}: line 2: expected" in proc.stderr and "Traceback" not in proc.stderr
