@@ -149,3 +149,44 @@ def test_expected_topology_is_the_planned_ib_cabling(built):
 
 def test_no_opensm_files_for_an_ethernet_fabric(built):
     assert not (built("roce-a800-4nic") / "configs" / "opensm").exists()
+
+
+def test_ufm_hcas_are_named_by_the_shared_hca_rule(built):
+    rows = [line.split("\t") for line in (built("dgx-h100-4su") / "configs" / "opensm" / "expected-topology.txt")
+            .read_text().splitlines() if not line.startswith("#")]
+    ufm = sorted((r[6], r[1]) for r in rows if r[6].startswith("ufm01:"))
+    assert ufm == [(f"ufm01:ib{k}", f"ufm01 mlx5_{k}") for k in range(4)]
+
+
+def test_make_partitions_names_a_member_hca_ibnetdiscover_does_not_show(ib_out, tmp_path):
+    dump = tmp_path / "ibnetdiscover.txt"
+    dump.write_text(IBNETDISCOVER)
+    target = tmp_path / "partitions.conf"
+    proc = _run(ib_out / "make-partitions", str(ib_out / "partition-members.txt"), str(dump), "-o", str(target))
+    assert proc.returncode == 1 and not target.exists()
+    assert "HCA 'su001-gpu01 mlx5_1' is not in the ibnetdiscover output" in proc.stderr
+    assert "'su001-gpu01 mlx5_0'" not in proc.stderr
+
+
+def test_make_partitions_writes_member_port_guids(ib_out, tmp_path):
+    members = tmp_path / "members.txt"
+    members.write_text("# one member\nresearch\t0x0a01\tsu001-gpu01 mlx5_0\nidle\t0x0a03\n")
+    dump = tmp_path / "ibnetdiscover.txt"
+    dump.write_text(IBNETDISCOVER)
+    proc = _run(ib_out / "make-partitions", str(members), str(dump))
+    assert proc.returncode == 0, proc.stderr
+    lines = [x for x in proc.stdout.splitlines() if x and not x.startswith("#")]
+    assert lines == ["Default=0x7fff, ipoib, defmember=full : ALL=full ;",
+                     "research=0x0a01, ipoib, defmember=full : ALL_SWITCHES=full,",
+                     "  0x946dae03006d0b2b=full ;",
+                     "idle=0x0a03, ipoib, defmember=full : ALL_SWITCHES=full ;"]
+
+
+def test_make_partitions_names_a_malformed_members_line(ib_out, tmp_path):
+    members = tmp_path / "members.txt"
+    members.write_text("research\t0x0a01\nresearch 0x0a01 su001-gpu01 mlx5_0\n")
+    dump = tmp_path / "ibnetdiscover.txt"
+    dump.write_text(IBNETDISCOVER)
+    proc = _run(ib_out / "make-partitions", str(members), str(dump))
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert f"{members}: line 2: expected" in proc.stderr and "Traceback" not in proc.stderr

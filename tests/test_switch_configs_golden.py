@@ -24,6 +24,7 @@ CASES = {
     ("nvue", "configs-cumulus"): [f"{d}/startup.yaml" for d in ("su001-leaf-r0", "spine01", "su001-stor-leaf1a",
                                                                 "su001-stor-leaf1b", "stor-spine01", "su001-oob1")],
     ("opensm", "configs-ib"): [f"opensm/{f}" for f in ("opensm.conf", "root-switches.txt", "partitions.conf",
+                                                        "partition-members.txt", "make-partitions",
                                                         "expected-topology.txt", "make-root-guids")],
 }
 

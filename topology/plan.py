@@ -255,6 +255,7 @@ class Reliability:
 class Tenant:
     name: str
     pkey: int
+    members: list[str] = field(default_factory=list)  # hosts whose compute HCA ports join the partition
 
 
 @dataclass(slots=True)

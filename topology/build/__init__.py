@@ -123,7 +123,7 @@ def _build(ctx: BuildContext) -> Plan:
                 racks, ctx.devices, ctx.links, compute.pod_networks(ctx, cd),
                 Reliability(spec.reliability.optics_mtbf_hours, spec.reliability.gpu_monthly_availability,
                             list(spec.reliability.job_gpus)),
-                [Tenant(t.name, t.pkey) for t in spec.tenants])
+                tenants(ctx))
     ratios = {"leaf": spec.compute.oversubscription.get("leaf", Fraction(1)),
               "spine": spec.compute.oversubscription.get("spine", Fraction(1))}
     models = {"leaf": spec.compute.leaf, "spine": spec.compute.spine, "superspine": spec.compute.superspine}
@@ -160,3 +160,28 @@ def _check_asns(ctx: BuildContext) -> None:
     for r in ranges:
         if r.last > 4294967294:
             raise ctx.fail(f"addressing.asn.{r.name}", f"ASNs {r.first}-{r.last} run past 4294967294")
+
+
+def tenants(ctx: BuildContext) -> list[Tenant]:
+    """Each tenant with its member hosts in plan order: every GPU node of its `sus`, plus its `nodes`."""
+    hosts = [d for d in ctx.devices if d.role in ("node", "ufm") and d.fabric == "compute"]
+    names = {d.name for d in hosts}
+    built = sorted({d.su for d in hosts if d.role == "node"})
+    out = []
+    for i, t in enumerate(ctx.spec.tenants):
+        if (t.sus or t.nodes) and ctx.spec.compute.fabric != "infiniband":
+            raise ctx.fail(f"tenants.{i}", "tenant members (sus, nodes) are InfiniBand partition members; "
+                                          "this compute fabric is roce")
+        for k, su in enumerate(t.sus):
+            if su not in built:
+                raise ctx.fail(f"tenants.{i}.sus.{k}", f"SU {su} has no GPU nodes in this build; "
+                                                       f"built SUs: {built[0]}..{built[-1]}")
+        for k, name in enumerate(t.nodes):
+            if name not in names:
+                example = ", ".join(d.name for d in hosts[:1] + hosts[-1:])
+                raise ctx.fail(f"tenants.{i}.nodes.{k}", f"{name!r} is not a GPU node or appliance of this "
+                                                         f"cluster (names like {example})")
+        chosen = set(t.nodes) | {d.name for d in hosts if d.role == "node" and d.su in t.sus}
+        out.append(Tenant(t.name, t.pkey, [d.name for d in hosts if d.name in chosen]))
+    return out
+

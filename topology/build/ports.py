@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from topology.plan import Port
+from topology.plan import Device, Port
 from topology.spec.catalog import PortSlot, ports_at
 from topology.spec.models import CatalogSwitch, format_speed
 
@@ -12,6 +12,21 @@ def ib_port_number(index: int, sub: int, breakout: str) -> int:
     index*split+1 .. index*split+split, split being the cage's breakout (2 on a QM9700 at NDR)."""
     split = int(breakout.split("x", 1)[0]) if breakout[:1].isdigit() else 1
     return index * split + sub + 1
+
+
+def host_hca(device: Device, port: Port) -> str:
+    """The RDMA device behind a host's compute port, as its InfiniBand NodeDescription (`<host> <hca>`) names
+    it: the rail's HCA from the plan (spec `node.compute.hcas`), else `mlx5_<port index>`: an appliance such
+    as UFM has no rails, and mlx5 devices are numbered in port order."""
+    return next((r.hca for r in device.rails if r.ifname == port.name), f"mlx5_{port.index}")
+
+
+def hca_port(device: Device, hca: str) -> str | None:
+    """The compute port behind RDMA device `hca` (the inverse of `host_hca`); None when the host has none.
+    A node's compute ports are its rails; an appliance's are its ports other than `bmc`."""
+    if device.rails:
+        return next((r.ifname for r in device.rails if r.hca == hca), None)
+    return next((p.name for p in device.ports if p.name != "bmc" and f"mlx5_{p.index}" == hca), None)
 
 
 def port_name(nos: str, slot: PortSlot) -> tuple[str, str]:

@@ -1,9 +1,12 @@
-"""`railforge lab`: emulate the cluster's Ethernet compute fabric in network namespaces, as root."""
+"""`railforge lab`: emulate the cluster's Ethernet compute fabric in network namespaces, as root, or its
+InfiniBand compute fabric on ibsim with real OpenSM (`lab ibsim`)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -14,12 +17,16 @@ from rich.console import Console
 from rich.table import Table
 
 from topology.change.compare import compare as compare_plans
-from topology.lab import checks, daemons, fabric, failure, hitless, runner
+from topology.lab import checks, daemons, fabric, failure, hitless, ibsim, runner
 from topology.lab.scope import LabTopology, ScopeError, lab_topology
 from topology.lab.shell import CommandError, ns_pids
 from topology.lab.state import LabState, load_state
 from topology.plan import Plan
+from topology.render import ibnetdiscover
+from topology.verify.cabling import compare
+from topology.verify.cli import report_table
 from topology.verify.fabric import peer_key, port_addresses
+from topology.verify.ibnet import parse_ibnetdiscover
 from topology.verify.names import PlanNames
 from topology.verify.source import MissingBuild, load_generated_plan
 
@@ -327,3 +334,59 @@ def rma(cluster: ClusterArg, switch: Annotated[str, typer.Argument(help="the swi
               "other_sessions_kept": rep.kept, "other_sessions_reset": rep.reset,
               "pings_sent": tx, "pings_lost": tx - rx, "lossy_pairs": lossy}
     _finish(result, json_out, back is not None and converged is not None and not rep.reset)
+
+@lab_app.command("ibsim")
+def ibsim_cmd(
+    cluster: ClusterArg,
+    out: OutOpt = None,
+    net: Annotated[Path | None, typer.Option(help="only write ibsim's net file of the plan here and exit")] = None,
+    workdir: Annotated[Path | None, typer.Option(help="keep the run's files here (default: a temporary folder)")]
+    = None,
+    swap: Annotated[list[str] | None, typer.Option(help="seed a miswire: two cable labels 'CMP-000001,CMP-000002' "
+                                                        "whose upper ends are exchanged (repeatable)")] = None,
+) -> None:
+    """Run the InfiniBand compute fabric on ibsim with real OpenSM and the generated configs/opensm files:
+    ibnetdiscover, make-root-guids, make-partitions, OpenSM, then check MASTER, ftree on the planned roots
+    and the cabling (speed is not judged: ibsim links train at SDR). Exit 1 on any failed check."""
+    plan, folder = _plan(cluster, out)
+    if plan.cluster.fabric != "infiniband":
+        raise _err(f"{plan.cluster.name} has a {plan.cluster.fabric} compute fabric; ibsim simulates InfiniBand")
+    links = {lk.id for lk in plan.links if lk.fabric == "compute"}
+    swaps = [tuple(s.split(",")) for s in swap or []]
+    bad = [s for pair in swaps for s in pair if s not in links] + [",".join(p) for p in swaps if len(p) != 2]
+    if bad:
+        raise _err(f"--swap takes two compute cable labels joined by ',' (e.g. CMP-000001,CMP-000002): {bad[0]!r}")
+    if net is not None:
+        net.write_text(ibsim.net_file(plan, swaps))
+        _console().print(f"wrote {net}")
+        return
+    if ibsim.missing_tools():
+        raise _err(f"needs {', '.join(ibsim.missing_tools())}: apt-get install ibsim-utils libumad2sim0 opensm "
+                   "infiniband-diags")
+    with contextlib.ExitStack() as stack:
+        work = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="railforge-ibsim-")))
+        work.mkdir(parents=True, exist_ok=True)
+        (work / "net").write_text(ibsim.net_file(plan, swaps))
+        sim = ibsim.IbSim(work, f"railforge-{os.getpid()}-{plan.cluster.name}", ibsim.sm_host(plan))
+        stack.callback(sim.stop)
+        try:
+            sim.start(work / "net")
+            run = ibsim.day_one(sim, folder / "configs" / "opensm")
+        except ibsim.SimError as exc:
+            raise _err(str(exc), 1) from None
+        roots = ibnetdiscover.read_names((folder / "configs" / "opensm" / "root-switches.txt").read_text())
+        rows = ibsim.sm_checks(run, roots)
+        report = compare([lk for lk in plan.links if lk.fabric == "compute"],
+                         parse_ibnetdiscover(run.after.read_text(), plan, str(run.after)), check_speed=False)
+        rows.append(("cabling", report.ok, f"{report.matched} of {report.checked} cables as planned, "
+                                           f"{len(report.findings)} findings (speed not judged)"))
+    table = Table(title=f"{plan.cluster.name} on ibsim (SM at {sim.sim_host})")
+    for col in ("check", "result", "detail"):
+        table.add_column(col)
+    for name, ok, detail in rows:
+        table.add_row(name, "ok" if ok else "[red]FAIL[/red]", detail)
+    console = _console()
+    console.print(table)
+    if report.findings:
+        console.print(report_table(report, "cabling mismatches (ibnetdiscover)"))
+    raise typer.Exit(0 if all(ok for _, ok, _ in rows) else 1)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from topology.build.ports import host_hca
 from topology.plan import HOST_ROLES, SWITCH_ROLES, Device, Link, Plan, Port, Qos
 
 TIER_RANK = {"leaf": 1, "spine": 2, "superspine": 3}
@@ -164,7 +165,12 @@ class PlanIndex:
             self.far_end[(link.a.device, link.a.port)] = (link, link.b.device, link.b.port)
             self.far_end[(link.b.device, link.b.port)] = (link, link.a.device, link.a.port)
         self.pools = {p.name: p.prefix for p in plan.pools}
-        self.hcas = {(d.name, r.ifname): r.hca for d in plan.devices for r in d.rails}
+        self.hcas: dict[tuple[str, str], str] = {}
+        for link in plan.links:
+            if link.tier == "node-leaf" and link.fabric == "compute":
+                host = self.devices[link.a.device]
+                port = next(p for p in host.ports if p.name == link.a.port)
+                self.hcas[(host.name, port.name)] = host_hca(host, port)
         peerlinked = {link.fabric for link in plan.links if link.tier.endswith("peer")}
         self.evpn_fabrics = {d.fabric for d in plan.devices if d.mlag_peer} - peerlinked
 

@@ -299,6 +299,8 @@ class Reliability(Strict):
 class Tenant(Strict):
     name: str
     pkey: int = Field(ge=1, le=0x7FFE)
+    sus: list[int] = Field(default_factory=list)
+    nodes: list[str] = Field(default_factory=list)
 
     @field_validator("name")
     @classmethod

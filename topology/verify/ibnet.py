@@ -10,8 +10,9 @@ switchguid or caguid lines, a node line and one line per connected port::
 
 Node descriptions are mapped to plan devices: a switch's description contains its name (NVIDIA's
 `MF0;<hostname>:<model>/U1`, or the bare hostname), an HCA's is `<hostname> <hca>` (`mlx5_0`), the
-default on NVIDIA/Mellanox OFED. Switch port numbers follow the QM9700 numbering: OSFP cage c (plan port
-index) carries IB ports c*split+1 .. c*split+split, split being the cage's breakout (2 at NDR 400G).
+default on NVIDIA/Mellanox OFED; the HCA is mapped to its port by `topology.build.ports.hca_port`, the rule
+the OpenSM renderer names HCAs by (a rail's HCA, else `mlx5_<port index>` on an appliance such as UFM).
+Switch port numbers follow the QM9700 numbering: OSFP cage c (plan port index) carries IB ports c*split+1 .. c*split+split, split being the cage's breakout (2 at NDR 400G).
 """
 
 from __future__ import annotations
@@ -44,14 +45,9 @@ def device_of(desc: str, known: dict[str, Device]) -> Device | None:
 
 
 def _hca_port(dev: Device, desc: str) -> str | None:
-    m = re.search(r"\b(mlx\d+_\d+)\b", desc)
-    if not m:
-        return None
-    for rail in dev.rails:
-        if rail.hca == m.group(1):
-            return rail.ifname
-    index = int(m.group(1).rsplit("_", 1)[1])
-    return next((p.name for p in dev.ports if p.index == index and not p.address), None)
+    """The host port of an HCA described as `<hostname> <hca>`, by the plan's HCA naming rule."""
+    found = (ports.hca_port(dev, token) for token in desc.split()[1:])
+    return next((port for port in found if port), None)
 
 
 def parse_nodes(text: str) -> ibnetdiscover.Fabric:
