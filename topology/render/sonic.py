@@ -26,6 +26,7 @@ import orjson
 from topology.output import Output
 from topology.plan import Plan
 from topology.render.switch_model import PEERLINK_VLAN, SwitchConfig, build_models, rank
+from topology.spec.sonic_platform import Platform, load_platform
 
 QOS_MAP = "RAILFORGE"
 WRED_LOSSLESS = "RAILFORGE_LOSSLESS"
@@ -47,25 +48,36 @@ def device_type(sw: SwitchConfig) -> str:
     return DEVICE_TYPES[(sw.fabric, sw.tier)]
 
 
-def _alias(i) -> str:
-    split = int(i.breakout.split("x")[0]) if "x" in i.breakout else 1
-    return f"etp{i.index + 1}" + ("abcdefgh"[i.sub] if split > 1 else "")
+class PlatformMismatch(ValueError):
+    pass
+
+
+def _platform(sw: SwitchConfig) -> Platform:
+    if not sw.sonic_platform or not sw.sonic_hwsku:
+        raise PlatformMismatch(f"{sw.hostname}: the plan names no SONiC platform/hwsku for this {sw.model} "
+                               "(a plan.json written before railforge read SONiC platform data: rebuild it)")
+    return load_platform(sw.sonic_platform, sw.sonic_hwsku)
 
 
 def _ports(sw: SwitchConfig) -> tuple[dict, dict]:
+    platform = _platform(sw)
     port, breakout = {}, {}
     for i in sw.interfaces:
         if i.role == "mgmt" or not i.lanes:
             continue
-        entry = {"admin_status": "up" if i.enabled else "down", "alias": _alias(i), "index": str(i.index + 1),
-                 "lanes": ",".join(str(x) for x in i.lanes), "mtu": str(i.mtu), "speed": str(i.speed_mbps)}
+        sp = platform.lookup(i.index, i.breakout, i.sub)
+        if (sp.name, list(sp.lanes)) != (i.name, i.lanes):
+            raise PlatformMismatch(f"{sw.hostname}: plan port {i.name} (lanes {i.lanes}) is {sp.name} (lanes "
+                                   f"{list(sp.lanes)}) on {platform.name}; rebuild the plan")
+        entry = {"admin_status": "up" if i.enabled else "down", "alias": sp.alias, "index": sp.index,
+                 "lanes": ",".join(str(x) for x in sp.lanes), "mtu": str(i.mtu), "speed": str(i.speed_mbps)}
         if i.speed_mbps >= RS_FEC_MIN_MBPS:
             entry["fec"] = "rs"
         if i.description:
             entry["description"] = i.description
         port[i.name] = entry
-        if i.sub == 0 and i.breakout:
-            breakout[i.name] = {"brkout_mode": i.breakout}
+        if i.sub == 0:
+            breakout[sp.parent] = {"brkout_mode": sp.mode}
     return port, breakout
 
 
@@ -196,7 +208,7 @@ def config_db(sw: SwitchConfig) -> dict:
                              for i in sw.interfaces if i.peer_device and i.role != "mgmt"}
     neigh_meta = {}
     for p in sw.peers:
-        entry = {"hwsku": p.model, "type": DEVICE_TYPES[(sw.fabric, rank(p.role))]}
+        entry = {"hwsku": p.hwsku or p.model, "type": DEVICE_TYPES[(sw.fabric, rank(p.role))]}
         if p.loopback:
             entry["lo_addr"] = p.loopback
         if p.mgmt_address:
