@@ -195,6 +195,49 @@ def _table_xml(name: str, table: Node, entries: dict) -> str:
     return f"<{name}>" + "".join(out) + f"</{name}>"
 
 
+_BRKOUT = re.compile(r"(\d{1,6})x(\d{1,6}G?)(\[(\d{1,6}G?,?)*\])?(\((\d{1,6})\))?")  # as SONiC's portconfig reads modes
+
+
+def _speed(text: str) -> int:
+    return int(text[:-1]) * 1000 if text.endswith("G") else int(text)
+
+
+def port_map_findings(db: dict, platform_json: Path) -> list[str]:
+    """PORT and BREAKOUT_CFG of one config_db against the platform's platform.json, derived the way SONiC
+    derives child ports of a breakout mode (name = parent number + lane offset, lanes, index of the first
+    lane, the mode's alias list). Every PORT must be a child of a BREAKOUT_CFG cage."""
+    cages = json.loads(platform_json.read_text(encoding="utf-8"))["interfaces"]
+    ports = dict(db.get("PORT", {}))
+    findings = []
+    for parent, cfg in sorted(db.get("BREAKOUT_CFG", {}).items()):
+        mode = cfg.get("brkout_mode", "")
+        cage = cages.get(parent)
+        if cage is None or mode not in cage["breakout_modes"]:
+            findings.append(f"BREAKOUT_CFG {parent}: mode {mode!r} is not one of the platform's modes "
+                            f"{sorted(cage['breakout_modes']) if cage else '(no such cage)'}")
+            continue
+        m = _BRKOUT.match(mode)
+        lanes, indexes = cage["lanes"].split(","), cage["index"].split(",")
+        count = int(m[1])
+        per = int(m[6] or len(lanes)) // count
+        speeds = {_speed(m[2])} | {_speed(x) for x in (m[3] or "[]")[1:-1].split(",") if x}
+        for k in range(count):
+            name = f"Ethernet{int(parent.removeprefix('Ethernet')) + k * per}"
+            want = {"lanes": ",".join(lanes[k * per:(k + 1) * per]), "index": indexes[k * per],
+                    "alias": cage["breakout_modes"][mode][k]}
+            got = ports.pop(name, None)
+            if got is None:
+                findings.append(f"PORT {name} ({mode} of {parent}) is missing")
+                continue
+            for f, v in want.items():
+                if got.get(f) != v:
+                    findings.append(f"PORT {name}: {f} {got.get(f)!r}, the platform says {v!r}")
+            if int(got.get("speed", 0)) not in speeds:
+                findings.append(f"PORT {name}: speed {got.get('speed')} is not one of {mode}")
+    findings += [f"PORT {name} is not a port of any BREAKOUT_CFG cage" for name in sorted(ports)]
+    return findings
+
+
 def merged(*dbs: dict) -> dict:
     """config_db documents merged the way `config load` applies them: later tables/keys/fields win."""
     out: dict = {}

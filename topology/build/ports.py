@@ -53,6 +53,7 @@ class PortLayout:
         self.nos = nos
         platform = sonic_platform(model, switch) if nos == "sonic" else None
         self.slots: dict[str, list[PortSlot]] = {}
+        self.unused: list[PortSlot] = []  # sub-ports left over in broken-out cages first, then whole free cages
         used_cages: set[int] = set()
         for purpose, speed, count in needs:
             free = [s for s in ports_at(switch, speed) if s.index not in used_cages]
@@ -69,7 +70,8 @@ class PortLayout:
                                  f"{count} are needed")
             used_cages.update(cages)
             self.slots[purpose] = chosen
-        self.unused: list[PortSlot] = []
+            if chosen:
+                self.unused += [s for s in free[len(chosen):] if s.index == cages[-1]]
         for g, group in enumerate(switch.groups):
             mode = group.modes[0]
             for s in ports_at(switch, mode.speed):
