@@ -58,7 +58,7 @@ def configs(tmp_path_factory) -> dict[str, tuple[dict, str]]:
 
 def test_the_sonic_specs_are_found():
     names = {p.parent.name if p.name == "cluster.yaml" else p.stem for p in SONIC_SPECS}
-    assert {"roce-a800-4nic", "configs-sonic", "tiny-roce"} <= names
+    assert {"roce-a800-4nic", "configs-sonic", "tiny-roce", "sonic-th5"} <= names
 
 
 def test_every_config_db_validates_against_sonic_yang_merged_with_platform_buffers(yang, configs):
@@ -73,7 +73,7 @@ def test_every_config_db_validates_against_sonic_yang_merged_with_platform_buffe
 def test_every_port_follows_the_platform_port_map(configs):
     platforms = {p for _, p in configs.values()}
     assert platforms >= {"x86_64-mlnx_msn4700-r0", "x86_64-mlnx_msn4600c-r0", "x86_64-nvidia_sn2201-r0",
-                         "x86_64-nvidia_sn5600-r0"}
+                         "x86_64-nvidia_sn5600-r0", "x86_64-micas_m2-w6940-128qc-r0"}
     findings = {k: f for k, (db, p) in configs.items() if (f := port_map_findings(db, PLATFORMS / p / "platform.json"))}
     assert not findings, json.dumps(findings, indent=1)[:3000]
     assert all(db["PORT"] and db["BREAKOUT_CFG"] for db, _ in configs.values())
@@ -91,6 +91,27 @@ def test_buffer_profiles_are_the_platform_defaults_and_nothing_else(yang, config
     assert "Invalid leafref value" in failures["alone"] and "_lossy_profile" in failures["alone"]
     without_refs = {k: v for k, v in leaf.items() if k not in ("BUFFER_PG", "BUFFER_QUEUE")}
     assert yang.validate({"no buffer references": without_refs}) == {}
+
+
+def test_oob_vlan_comes_from_the_spec_and_defaults_to_100(configs):
+    assert set(configs["sonic-th5/su001-oob1"][0]["VLAN"]) == {"Vlan200"}
+    assert set(configs["roce-a800-4nic/su001-oob1"][0]["VLAN"]) == {"Vlan100"}
+    assert configs["roce-a800-4nic/su001-oob1"][0]["VLAN"]["Vlan100"]["vlanid"] == "100"
+
+
+def test_a_plan_without_platform_names_is_refused_by_the_renderer():
+    from topology.render.sonic import PlatformMismatch, config_db
+    from topology.render.switch_model import build_models
+
+    spec, lines = load_spec(ROOT / "tests" / "specs" / "tiny-roce.yaml")
+    plan = build_plan(spec, lines)
+    leaf = next(d for d in plan.devices if d.name == "su001-leaf-r0")
+    leaf.sonic_platform = None
+    with pytest.raises(PlatformMismatch, match="su001-leaf-r0: the plan names no SONiC platform"):
+        config_db(next(m for m in build_models(plan, select=lambda n: n == "su001-leaf-r0")))
+    leaf.sonic_platform, leaf.ports[0].lanes = "x86_64-nvidia_sn5600-r0", [9]
+    with pytest.raises(PlatformMismatch, match=r"plan port Ethernet0 \(lanes \[9\]\) is Ethernet0"):
+        config_db(next(m for m in build_models(plan, select=lambda n: n == "su001-leaf-r0")))
 
 
 # --- the checks catch bad files ---------------------------------------------------------------------------------

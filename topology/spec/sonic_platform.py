@@ -57,6 +57,7 @@ def _mbps(text: str) -> int:
     return int(text[:-1]) * 1000 if text.endswith("G") else int(text)
 
 
+@cache
 def _mode(name: str) -> _Mode:
     m = _MODE.match(name)
     if m is None:
