@@ -2,10 +2,15 @@
 
 config_db.json is meant to be merged onto the switch's factory configuration (`config load` or
 `sonic-cfggen -j config_db.json --write-to-db`): platform, hwsku and base MAC stay the device's own.
+PORT names, lanes, index and alias and the BREAKOUT_CFG mode names are the platform's own
+(`platform.json` of the plan's `sonic_platform`, see topology/spec/sonic_platform.py); every port
+of every cage is written, unused ones admin down.
 Buffers use SONiC's dynamic buffer model: lossless priority groups are declared with profile
 "NULL" so buffermgrd sizes their headroom from port speed and the planned cable length
-(CABLE_LENGTH); pool and lossy profile sizes are ASIC-specific and come from the platform's
-defaults (`config qos reload`), which is why BUFFER_POOL and BUFFER_PROFILE are not written here.
+(CABLE_LENGTH); lossy PGs and queues name the platform's default profiles (`ingress_lossy_profile`,
+`egress_lossy_profile`, `egress_lossless_profile`). Pool and profile sizes are ASIC-specific and
+come from the platform's buffer templates (`config qos reload`), which is why BUFFER_POOL and
+BUFFER_PROFILE are not written here; the tests validate the file merged with those names.
 
 Routing is FRR in `docker_routing_config_mode: split-unified`: SONiC renders no routing config
 and FRR reads the one frr.conf written here (plain `split` would expect bgpd.conf/zebra.conf).
