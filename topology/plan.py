@@ -151,6 +151,8 @@ class Device:
     bond: Bond | None = None
     bmc: Bmc | None = None
     topology: NodeTopology | None = None
+    sonic_platform: str | None = None  # SONiC switches: the platform and hwsku whose port map the ports follow
+    sonic_hwsku: str | None = None
 
 
 @dataclass(slots=True)

@@ -100,6 +100,9 @@ def _build(ctx: BuildContext) -> Plan:
         if dev.role == "node":
             dev.topology = NodeTopology(dev.su, dev.rack, f"su{dev.su:03d}",
                                         _spine_group(cd, dev.su), "rail-plane" if cd.mode == "rail-plane" else None)
+        elif dev.nos == "sonic":
+            sonic = ctx.catalog.switches[dev.model].sonic
+            dev.sonic_platform, dev.sonic_hwsku = sonic.platform, sonic.hwsku
 
     counts = _counts(ctx)
     summaries = (compute.tier_summaries(cd, counts.get("leaf", 0), counts.get("spine", 0),

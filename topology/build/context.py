@@ -10,6 +10,7 @@ from topology.plan import Device, Endpoint, Link, Port
 from topology.spec.errors import SpecError
 from topology.spec.loader import LineMap, dotted
 from topology.spec.models import Catalog, CatalogSwitch, ClusterSpec, format_speed
+from topology.spec.sonic_platform import PlatformError
 
 
 @dataclass
@@ -55,6 +56,8 @@ class BuildContext:
             except RadixError as exc:
                 total = " + ".join(f"{c} {p} at {format_speed(s)}" for p, s, c in needs)
                 raise self.fail(field_path, f"radix exceeded: {exc} (needs {total})") from None
+            except PlatformError as exc:
+                raise self.fail(field_path, f"{model} with SONiC: {exc}") from None
             self.layouts[key] = found
         return found
 

@@ -93,7 +93,7 @@ def build(ctx: BuildContext, d: OobDesign, sus: int, slots: int, rails: int, loo
             uppers.leaf_loopback(dev, idx)
             start, _ = pool.block(idx, d.block_len)
             pool.take(1 << (32 - d.block_len))
-            dev.host_subnets.append(HostSubnet(1, f"{int_to_ip(start)}/{d.block_len}", int_to_ip(start + 1),
+            dev.host_subnets.append(HostSubnet(o.vlan, f"{int_to_ip(start)}/{d.block_len}", int_to_ip(start + 1),
                                                [p.name for p in ports["down"]]))
             ctx.add(dev)
             uppers.attach(dev, ports["up"], idx, row or None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from topology.plan import Device, Port
 from topology.spec.catalog import PortSlot, ports_at
 from topology.spec.models import CatalogSwitch, format_speed
+from topology.spec.sonic_platform import Platform, PlatformError, load_platform
 
 
 def ib_port_number(index: int, sub: int, breakout: str) -> int:
@@ -30,14 +31,29 @@ def hca_port(device: Device, hca: str) -> str | None:
 
 
 def port_name(nos: str, slot: PortSlot) -> tuple[str, str]:
-    """(name the NOS uses, front-panel label)."""
+    """(name the NOS uses, front-panel label) for Cumulus and InfiniBand; SONiC names come from the platform."""
     front = f"{slot.index + 1}" if slot.split == 1 else f"{slot.index + 1}/{slot.sub + 1}"
-    if nos == "sonic":
-        return f"Ethernet{slot.lanes[0]}", front
     if nos == "cumulus":
         name = f"swp{slot.index + 1}" if slot.split == 1 else f"swp{slot.index + 1}s{slot.sub}"
         return name, front
     return front, front
+
+
+def sonic_platform(model: str, switch: CatalogSwitch) -> Platform:
+    if switch.sonic is None:
+        raise PlatformError(f"its catalog entry names no SONiC platform (`sonic: {{platform, hwsku}}`), so there is "
+                            f"no port map for a SONiC config of a {model}; use a model that has one, or cumulus")
+    return load_platform(switch.sonic.platform, switch.sonic.hwsku)
+
+
+def _port_args(nos: str, platform: Platform | None, slot: PortSlot) -> tuple:
+    if platform is not None:
+        p = platform.port(slot.index, slot.split, slot.speed_mbps, slot.sub)
+        front = f"{slot.index + 1}" if slot.split == 1 else f"{slot.index + 1}/{slot.sub + 1}"
+        return p.name, front, slot.index, slot.sub, slot.speed_mbps, p.mode, list(p.lanes)
+    name, label = port_name(nos, slot)
+    return (name, label, slot.index, slot.sub, slot.speed_mbps, f"{slot.split}x{format_speed(slot.speed_mbps)}",
+            list(slot.lanes))
 
 
 class RadixError(Exception):
@@ -50,7 +66,9 @@ class PortLayout:
     def __init__(self, model: str, switch: CatalogSwitch, nos: str, needs: list[tuple[str, int, int]]):
         self.model = model
         self.nos = nos
-        self.slots: dict[str, list[tuple[str, str, PortSlot]]] = {}
+        platform = sonic_platform(model, switch) if nos == "sonic" else None
+        self.slots: dict[str, list[PortSlot]] = {}
+        self.unused: list[PortSlot] = []  # sub-ports left over in broken-out cages first, then whole free cages
         used_cages: set[int] = set()
         for purpose, speed, count in needs:
             free = [s for s in ports_at(switch, speed) if s.index not in used_cages]
@@ -66,19 +84,17 @@ class PortLayout:
                 raise RadixError(f"{model} has {len(chosen)} free ports at {format_speed(speed)} for {purpose}; "
                                  f"{count} are needed")
             used_cages.update(cages)
-            self.slots[purpose] = [(*port_name(nos, s), s) for s in chosen]
-        self.unused: list[tuple[str, str, PortSlot]] = []
+            self.slots[purpose] = chosen
+            if chosen:
+                self.unused += [s for s in free[len(chosen):] if s.index == cages[-1]]
         for g, group in enumerate(switch.groups):
             mode = group.modes[0]
             for s in ports_at(switch, mode.speed):
                 if s.group == g and s.index not in used_cages:
-                    self.unused.append((*port_name(nos, s), s))
+                    self.unused.append(s)
 
-        self._args = {
-            purpose: [(name, label, s.index, s.sub, s.speed_mbps, f"{s.split}x{format_speed(s.speed_mbps)}",
-                       list(s.lanes)) for name, label, s in entries]
-            for purpose, entries in (*self.slots.items(), ("unused", self.unused))
-        }
+        self._args = {purpose: [_port_args(nos, platform, s) for s in entries]
+                      for purpose, entries in (*self.slots.items(), ("unused", self.unused))}
 
     def ports(self) -> dict[str, list[Port]]:
         """Fresh Port objects (lanes lists are shared and never mutated): one list per purpose plus 'unused'."""

@@ -11,6 +11,7 @@ from topology.build.ports import PortLayout, RadixError, capacity
 from topology.build.sizing import ceil_div
 from topology.ipam import block_len_for, int_to_ip
 from topology.plan import Bond, BondMember, Device, HostSubnet, Port, TierSummary, VlanInterface
+from topology.spec.sonic_platform import PlatformError
 
 INBAND_VLAN = 10
 
@@ -57,6 +58,8 @@ def design(ctx: BuildContext, slots: int, max_sus: int) -> StorageDesign:
             PortLayout(st.leaf.model, leaf, st.nos, needs(n))
         except RadixError:
             return False
+        except PlatformError as exc:
+            raise ctx.fail("storage.leaf.model", f"{st.leaf.model} with SONiC: {exc}") from None
         return True
 
     if st.nodes_per_leaf:

@@ -2,10 +2,15 @@
 
 config_db.json is meant to be merged onto the switch's factory configuration (`config load` or
 `sonic-cfggen -j config_db.json --write-to-db`): platform, hwsku and base MAC stay the device's own.
+PORT names, lanes, index and alias and the BREAKOUT_CFG mode names are the platform's own
+(`platform.json` of the plan's `sonic_platform`, see topology/spec/sonic_platform.py); every port
+of every cage is written, unused ones admin down.
 Buffers use SONiC's dynamic buffer model: lossless priority groups are declared with profile
 "NULL" so buffermgrd sizes their headroom from port speed and the planned cable length
-(CABLE_LENGTH); pool and lossy profile sizes are ASIC-specific and come from the platform's
-defaults (`config qos reload`), which is why BUFFER_POOL and BUFFER_PROFILE are not written here.
+(CABLE_LENGTH); lossy PGs and queues name the platform's default profiles (`ingress_lossy_profile`,
+`egress_lossy_profile`, `egress_lossless_profile`). Pool and profile sizes are ASIC-specific and
+come from the platform's buffer templates (`config qos reload`), which is why BUFFER_POOL and
+BUFFER_PROFILE are not written here; the tests validate the file merged with those names.
 
 Routing is FRR in `docker_routing_config_mode: split-unified`: SONiC renders no routing config
 and FRR reads the one frr.conf written here (plain `split` would expect bgpd.conf/zebra.conf).
@@ -26,6 +31,7 @@ import orjson
 from topology.output import Output
 from topology.plan import Plan
 from topology.render.switch_model import PEERLINK_VLAN, SwitchConfig, build_models, rank
+from topology.spec.sonic_platform import Platform, load_platform
 
 QOS_MAP = "RAILFORGE"
 WRED_LOSSLESS = "RAILFORGE_LOSSLESS"
@@ -47,25 +53,36 @@ def device_type(sw: SwitchConfig) -> str:
     return DEVICE_TYPES[(sw.fabric, sw.tier)]
 
 
-def _alias(i) -> str:
-    split = int(i.breakout.split("x")[0]) if "x" in i.breakout else 1
-    return f"etp{i.index + 1}" + ("abcdefgh"[i.sub] if split > 1 else "")
+class PlatformMismatch(ValueError):
+    pass
+
+
+def _platform(sw: SwitchConfig) -> Platform:
+    if not sw.sonic_platform or not sw.sonic_hwsku:
+        raise PlatformMismatch(f"{sw.hostname}: the plan names no SONiC platform/hwsku for this {sw.model} "
+                               "(a plan.json written before railforge read SONiC platform data: rebuild it)")
+    return load_platform(sw.sonic_platform, sw.sonic_hwsku)
 
 
 def _ports(sw: SwitchConfig) -> tuple[dict, dict]:
+    platform = _platform(sw)
     port, breakout = {}, {}
     for i in sw.interfaces:
         if i.role == "mgmt" or not i.lanes:
             continue
-        entry = {"admin_status": "up" if i.enabled else "down", "alias": _alias(i), "index": str(i.index + 1),
-                 "lanes": ",".join(str(x) for x in i.lanes), "mtu": str(i.mtu), "speed": str(i.speed_mbps)}
+        sp = platform.lookup(i.index, i.breakout, i.sub)
+        if (sp.name, list(sp.lanes)) != (i.name, i.lanes):
+            raise PlatformMismatch(f"{sw.hostname}: plan port {i.name} (lanes {i.lanes}) is {sp.name} (lanes "
+                                   f"{list(sp.lanes)}) on {platform.name}; rebuild the plan")
+        entry = {"admin_status": "up" if i.enabled else "down", "alias": sp.alias, "index": sp.index,
+                 "lanes": ",".join(str(x) for x in sp.lanes), "mtu": str(i.mtu), "speed": str(i.speed_mbps)}
         if i.speed_mbps >= RS_FEC_MIN_MBPS:
             entry["fec"] = "rs"
         if i.description:
             entry["description"] = i.description
         port[i.name] = entry
-        if i.sub == 0 and i.breakout:
-            breakout[i.name] = {"brkout_mode": i.breakout}
+        if i.sub == 0:
+            breakout[sp.parent] = {"brkout_mode": sp.mode}
     return port, breakout
 
 
@@ -196,7 +213,7 @@ def config_db(sw: SwitchConfig) -> dict:
                              for i in sw.interfaces if i.peer_device and i.role != "mgmt"}
     neigh_meta = {}
     for p in sw.peers:
-        entry = {"hwsku": p.model, "type": DEVICE_TYPES[(sw.fabric, rank(p.role))]}
+        entry = {"hwsku": p.hwsku or p.model, "type": DEVICE_TYPES[(sw.fabric, rank(p.role))]}
         if p.loopback:
             entry["lo_addr"] = p.loopback
         if p.mgmt_address:

@@ -67,6 +67,9 @@ Ratio = Annotated[Fraction, BeforeValidator(parse_ratio)]
 Prefix = Annotated[str, BeforeValidator(parse_prefix)]
 
 
+OOB_VLAN = 100  # not 1: SONiC's models allow Vlan2..Vlan4094
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
@@ -82,6 +85,11 @@ class CatalogGroup(Strict):
     modes: list[CatalogMode] = Field(min_length=1)
 
 
+class SonicPlatformRef(Strict):
+    platform: str
+    hwsku: str
+
+
 class CatalogSwitch(Strict):
     vendor: str
     description: str = ""
@@ -89,6 +97,7 @@ class CatalogSwitch(Strict):
     height_u: int = Field(ge=1, le=8)
     nos: list[Literal["sonic", "cumulus", "mlnx-os"]] = Field(min_length=1)
     groups: list[CatalogGroup] = Field(min_length=1)
+    sonic: SonicPlatformRef | None = None
 
 
 class MediaRule(Strict):
@@ -216,6 +225,15 @@ class OobFabric(Strict):
     leaf: SwitchChoice
     spine: SwitchChoice
     uplinks_per_leaf: int = Field(2, ge=1, le=8)
+    vlan: int = OOB_VLAN
+
+    @field_validator("vlan")
+    @classmethod
+    def _vlan(cls, v: int) -> int:
+        if not 2 <= v <= 4094:
+            raise ValueError(f"VLAN {v} is outside 2..4094 (1 is the default VLAN, which SONiC's models reject; "
+                             "4095 is reserved)")
+        return v
 
 
 class Management(Strict):
