@@ -71,7 +71,7 @@ def partitions(plan: Plan) -> list[ibnetdiscover.Partition]:
     devices = plan.device_index()
     hcas: dict[str, list[str]] = {}
     for link in plan.links:
-        if link.fabric == "compute" and link.tier == "node-leaf":
+        if link.fabric == "compute" and link.tier == "node-leaf" and link.a.device in devices:
             host = devices[link.a.device]
             port = next(p for p in host.ports if p.name == link.a.port)
             hcas.setdefault(host.name, []).append(f"{host.name} {host_hca(host, port)}")

@@ -170,8 +170,8 @@ class PlanIndex:
         self.pools = {p.name: p.prefix for p in plan.pools}
         self.hcas: dict[tuple[str, str], str] = {}
         for link in plan.links:
-            if link.tier == "node-leaf" and link.fabric == "compute":
-                host = self.devices[link.a.device]
+            host = self.devices.get(link.a.device)
+            if link.tier == "node-leaf" and link.fabric == "compute" and host is not None:
                 port = next(p for p in host.ports if p.name == link.a.port)
                 self.hcas[(host.name, port.name)] = host_hca(host, port)
         peerlinked = {link.fabric for link in plan.links if link.tier.endswith("peer")}
