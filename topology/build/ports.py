@@ -30,9 +30,13 @@ def hca_port(device: Device, hca: str) -> str | None:
     return next((p.name for p in device.ports if p.name != "bmc" and f"mlx5_{p.index}" == hca), None)
 
 
+def _front(slot: PortSlot) -> str:
+    return f"{slot.index + 1}" if slot.split == 1 else f"{slot.index + 1}/{slot.sub + 1}"
+
+
 def port_name(nos: str, slot: PortSlot) -> tuple[str, str]:
     """(name the NOS uses, front-panel label) for Cumulus and InfiniBand; SONiC names come from the platform."""
-    front = f"{slot.index + 1}" if slot.split == 1 else f"{slot.index + 1}/{slot.sub + 1}"
+    front = _front(slot)
     if nos == "cumulus":
         name = f"swp{slot.index + 1}" if slot.split == 1 else f"swp{slot.index + 1}s{slot.sub}"
         return name, front
@@ -49,8 +53,7 @@ def sonic_platform(model: str, switch: CatalogSwitch) -> Platform:
 def _port_args(nos: str, platform: Platform | None, slot: PortSlot) -> tuple:
     if platform is not None:
         p = platform.port(slot.index, slot.split, slot.speed_mbps, slot.sub)
-        front = f"{slot.index + 1}" if slot.split == 1 else f"{slot.index + 1}/{slot.sub + 1}"
-        return p.name, front, slot.index, slot.sub, slot.speed_mbps, p.mode, list(p.lanes)
+        return p.name, _front(slot), slot.index, slot.sub, slot.speed_mbps, p.mode, list(p.lanes)
     name, label = port_name(nos, slot)
     return (name, label, slot.index, slot.sub, slot.speed_mbps, f"{slot.split}x{format_speed(slot.speed_mbps)}",
             list(slot.lanes))
