@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import subprocess
 from pathlib import Path
 
 import openpyxl
@@ -10,7 +12,7 @@ import orjson
 import pytest
 import yaml
 
-from tests.conftest import example_spec, run_cli
+from tests.conftest import example_spec, require_tool, run_cli
 from topology.planio import read_plan
 
 
@@ -68,7 +70,7 @@ def test_growth_within_max_only_adds_and_the_work_order_lays_every_new_cable(bui
     assert [r["step"] for r in rows] == list(range(1, len(rows) + 1))
     assert {r["cable"] for r in rows if r["action"] == "lay"} == new_cables
     assert {r["device"] for r in rows if r["action"] == "install"} == new_devices
-    assert not [r for r in rows if r["action"] in ("pull", "remove", "move")]
+    assert not [r for r in rows if r["action"] in ("pull", "remove", "unrack")]
     phases = [r["phase"] for r in rows]
     assert max(i for i, p in enumerate(phases) if p == "install") < min(i for i, p in enumerate(phases) if p == "lay")
     devs = new.device_index()
@@ -167,3 +169,27 @@ def test_bad_input_says_what_and_writes_nothing(builds, tmp_path):
                    str(tmp_path / "missing" / "wo.xlsx"), check=False)
     assert proc.returncode == 2 and "cannot write the work order" in proc.stderr
     assert not list(tmp_path.glob("**/.wo.xlsx.tmp-*"))
+
+
+def test_libreoffice_opens_the_work_order(builds, tmp_path):
+    """The workbook's consumer, a spreadsheet application, reads the same steps openpyxl does."""
+    require_tool("soffice")
+    wo = tmp_path / "wo.xlsx"
+    run_cli("diff", str(builds["two"]), str(builds["three"]), "--work-order", str(wo))
+    filt = "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,false,false,false,-1"
+    subprocess.run(["soffice", f"-env:UserInstallation=file://{tmp_path}/profile", "--headless", "--convert-to",
+                    filt, "--outdir", str(tmp_path), str(wo)], check=True, capture_output=True, timeout=300)
+    with (tmp_path / "wo-work-order.csv").open(newline="") as fh:
+        got = list(csv.reader(fh))
+    want = _sheet(wo, "work-order")
+    assert got[0] == list(want[0])
+    assert len(got) - 1 == len(want)
+    for g, w in zip(got[1:], want, strict=True):
+        assert [_norm(x) for x in g] == [_norm("" if v is None else str(v)) for v in w.values()]
+
+
+def _norm(cell: str) -> str:
+    try:
+        return f"{float(cell):g}"
+    except ValueError:
+        return cell

@@ -100,7 +100,9 @@ def steps(cs: ChangeSet) -> list[tuple]:
     for it in cs.of("device", "removed"):
         old.device("remove-device", "remove", old_devs[it.subject], "after its cables are pulled")
     for it in cs.of("device", "moved"):
-        old.device("remove-device", "move", old_devs[it.subject], f"to {it.new}")
+        old.device("remove-device", "unrack", old_devs[it.subject], f"moves to {it.new}")
+        d = new_devs[it.subject]
+        new.device("install", "install", d, f"moved from {it.old}: {d.role} {d.model}, {d.height_u}U")
     merged = Steps(cs.new)
     merged.rows = new.rows + old.rows
     merged.rows.append((PHASES.index("verify"), (1 << 30, 0, ""),
