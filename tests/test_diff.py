@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import csv
 import hashlib
 import subprocess
@@ -12,8 +13,12 @@ import orjson
 import pytest
 import yaml
 
-from tests.conftest import example_spec, require_tool, run_cli
+from tests.conftest import example_spec, plan_of, require_tool, run_cli
+from topology.change.compare import compare
+from topology.change.workorder import steps
 from topology.planio import read_plan
+
+NAME = "roce-a800-4nic"
 
 
 def _spec(tmp: Path, name: str, count: int, max_sus: int | None, cluster: str | None = None) -> Path:
@@ -193,3 +198,24 @@ def _norm(cell: str) -> str:
         return f"{float(cell):g}"
     except ValueError:
         return cell
+
+
+def test_a_moved_switch_is_unplugged_moved_and_replugged_in_that_order():
+    old = plan_of(NAME)
+    new = copy.deepcopy(old)
+    leaf = next(d for d in new.devices if d.role == "leaf")
+    leaf.u -= 10
+    cs = compare(old, new)
+    assert {(i.kind, i.action) for i in cs.breaking()} == {("device", "moved")}
+    rows = steps(cs)
+    assert {"pull", "unrack", "rerack", "lay"} <= {r[1] for r in rows}
+    first = {}
+    for r in rows:
+        first.setdefault((r[1], r[5]), r[0])
+    mine = [link.id for link in new.links if leaf.name in (link.a.device, link.b.device)]
+    pulls = [r[0] for r in rows if r[1] == "pull" and r[8] in mine]
+    lays = [r[0] for r in rows if r[1] == "lay" and r[8] in mine]
+    assert len(pulls) == len(lays) == len(mine)
+    assert max(pulls) < first[("unrack", leaf.name)] < first[("rerack", leaf.name)] < min(lays)
+    rerack = next(r for r in rows if r[1] == "rerack")
+    assert (rerack[4], rerack[5]) == (leaf.u, leaf.name)
