@@ -251,6 +251,9 @@ def grow(cluster: ClusterArg, to: GrowTo, out: OutOpt = None, prefix: PrefixOpt 
             converged = checks.wait_fib(fibs, checks.expected_fib(new_topo, set()), timeout=wait)
         grow_s = time.monotonic() - t1
         time.sleep(2)
+    except (CommandError, runner.LabError) as exc:
+        pings.kill()
+        raise _err(f"{exc}; the lab is partly grown: `railforge lab down` removes all of it", 1) from None
     except BaseException:
         pings.kill()
         raise
@@ -300,6 +303,9 @@ def rma(cluster: ClusterArg, switch: Annotated[str, typer.Argument(help="the swi
             converged = checks.wait_fib(fibs, checks.expected_fib(topo, set()), timeout=wait)
         restore_s = time.monotonic() - t0
         time.sleep(2)
+    except (CommandError, runner.LabError) as exc:
+        pings.kill()
+        raise _err(f"{exc}; `railforge lab down` removes the lab", 1) from None
     except BaseException:
         pings.kill()
         raise
