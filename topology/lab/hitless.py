@@ -176,6 +176,15 @@ def announce(state: LabState, device: str, ports: list[str]) -> None:
     run(["lldpcli", "-u", str(sock), "configure", "system", "interface", "pattern", ",".join(sorted(ports))])
 
 
+def drain(state: LabState, device: str, asn: int) -> int:
+    """Shut every BGP session of a switch administratively (a NOTIFICATION to each peer, which withdraws the
+    routes through it at once), as an operator does before pulling a box. Returns the sessions shut."""
+    peers = sorted(sessions(state, device))
+    daemons.vtysh(state, device, "configure terminal", f"router bgp {asn}",
+                  *[f"neighbor {p} shutdown" for p in peers])
+    return len(peers)
+
+
 def replace_switch(state: LabState, topo: LabTopology, name: str, configs: Path) -> None:
     """An RMA: the switch's daemons stop and its namespace goes (every cable to it drops, as when a box is
     pulled); a fresh namespace is cabled as planned, addressed, and boots the same generated frr.conf."""
