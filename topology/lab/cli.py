@@ -281,8 +281,8 @@ def new_topo_sus(topo: LabTopology) -> int:
 @lab_app.command()
 def rma(cluster: ClusterArg, switch: Annotated[str, typer.Argument(help="the switch replaced")],
         out: OutOpt = None, prefix: PrefixOpt = "rf-", wait: WaitOpt = 120, json_out: JsonOpt = None,
-        drain: Annotated[bool, typer.Option(help="shut the switch's BGP sessions and wait for every FIB to route "
-                                                 "around it before pulling it")] = True) -> None:
+        drain: Annotated[bool, typer.Option(help="BGP graceful-shutdown on the switch, and wait for every other FIB "
+                                                 "to route around it, before pulling it")] = True) -> None:
     """Replace one running switch (its namespace goes and comes back with the same generated frr.conf); show
     that no session elsewhere resets, how long until its own sessions and the FIBs are back, and ping loss."""
     plan, state, topo = _running(cluster, out, prefix)

@@ -176,13 +176,11 @@ def announce(state: LabState, device: str, ports: list[str]) -> None:
     run(["lldpcli", "-u", str(sock), "configure", "system", "interface", "pattern", ",".join(sorted(ports))])
 
 
-def drain(state: LabState, device: str, asn: int) -> int:
-    """Shut every BGP session of a switch administratively (a NOTIFICATION to each peer, which withdraws the
-    routes through it at once), as an operator does before pulling a box. Returns the sessions shut."""
-    peers = sorted(sessions(state, device))
-    daemons.vtysh(state, device, "configure terminal", f"router bgp {asn}",
-                  *[f"neighbor {p} shutdown" for p in peers])
-    return len(peers)
+def drain(state: LabState, device: str, asn: int) -> None:
+    """RFC 8326 graceful shutdown, as an operator does before pulling a box: the switch re-advertises every
+    route with the GRACEFUL_SHUTDOWN community, its peers (FRR honours it on receipt) drop it to local-pref 0
+    and take it out of their ECMP sets, while it keeps forwarding what is still in flight."""
+    daemons.vtysh(state, device, "configure terminal", f"router bgp {asn}", "bgp graceful-shutdown")
 
 
 def replace_switch(state: LabState, topo: LabTopology, name: str, configs: Path) -> None:
