@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import copy
+import csv
 import hashlib
+import subprocess
 from pathlib import Path
 
 import openpyxl
@@ -10,8 +13,12 @@ import orjson
 import pytest
 import yaml
 
-from tests.conftest import example_spec, run_cli
+from tests.conftest import example_spec, plan_of, require_tool, run_cli
+from topology.change.compare import compare
+from topology.change.workorder import steps
 from topology.planio import read_plan
+
+NAME = "roce-a800-4nic"
 
 
 def _spec(tmp: Path, name: str, count: int, max_sus: int | None, cluster: str | None = None) -> Path:
@@ -68,7 +75,7 @@ def test_growth_within_max_only_adds_and_the_work_order_lays_every_new_cable(bui
     assert [r["step"] for r in rows] == list(range(1, len(rows) + 1))
     assert {r["cable"] for r in rows if r["action"] == "lay"} == new_cables
     assert {r["device"] for r in rows if r["action"] == "install"} == new_devices
-    assert not [r for r in rows if r["action"] in ("pull", "remove", "move")]
+    assert not [r for r in rows if r["action"] in ("pull", "remove", "unrack")]
     phases = [r["phase"] for r in rows]
     assert max(i for i, p in enumerate(phases) if p == "install") < min(i for i, p in enumerate(phases) if p == "lay")
     devs = new.device_index()
@@ -167,3 +174,48 @@ def test_bad_input_says_what_and_writes_nothing(builds, tmp_path):
                    str(tmp_path / "missing" / "wo.xlsx"), check=False)
     assert proc.returncode == 2 and "cannot write the work order" in proc.stderr
     assert not list(tmp_path.glob("**/.wo.xlsx.tmp-*"))
+
+
+def test_libreoffice_opens_the_work_order(builds, tmp_path):
+    """The workbook's consumer, a spreadsheet application, reads the same steps openpyxl does."""
+    require_tool("soffice")
+    wo = tmp_path / "wo.xlsx"
+    run_cli("diff", str(builds["two"]), str(builds["three"]), "--work-order", str(wo))
+    filt = "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,false,false,false,-1"
+    subprocess.run(["soffice", f"-env:UserInstallation=file://{tmp_path}/profile", "--headless", "--convert-to",
+                    filt, "--outdir", str(tmp_path), str(wo)], check=True, capture_output=True, timeout=300)
+    with (tmp_path / "wo-work-order.csv").open(newline="") as fh:
+        got = list(csv.reader(fh))
+    want = _sheet(wo, "work-order")
+    assert got[0] == list(want[0])
+    assert len(got) - 1 == len(want)
+    for g, w in zip(got[1:], want, strict=True):
+        assert [_norm(x) for x in g] == [_norm("" if v is None else str(v)) for v in w.values()]
+
+
+def _norm(cell: str) -> str:
+    try:
+        return f"{float(cell):g}"
+    except ValueError:
+        return cell
+
+
+def test_a_moved_switch_is_unplugged_moved_and_replugged_in_that_order():
+    old = plan_of(NAME)
+    new = copy.deepcopy(old)
+    leaf = next(d for d in new.devices if d.role == "leaf")
+    leaf.u -= 10
+    cs = compare(old, new)
+    assert {(i.kind, i.action) for i in cs.breaking()} == {("device", "moved")}
+    rows = steps(cs)
+    assert {"pull", "unrack", "rerack", "lay"} <= {r[1] for r in rows}
+    first = {}
+    for r in rows:
+        first.setdefault((r[1], r[5]), r[0])
+    mine = [link.id for link in new.links if leaf.name in (link.a.device, link.b.device)]
+    pulls = [r[0] for r in rows if r[1] == "pull" and r[8] in mine]
+    lays = [r[0] for r in rows if r[1] == "lay" and r[8] in mine]
+    assert len(pulls) == len(lays) == len(mine)
+    assert max(pulls) < first[("unrack", leaf.name)] < first[("rerack", leaf.name)] < min(lays)
+    rerack = next(r for r in rows if r[1] == "rerack")
+    assert (rerack[4], rerack[5]) == (leaf.u, leaf.name)

@@ -38,22 +38,29 @@ def builds(tmp_path_factory):
     data["scalable_units"]["count"] = 3
     (tmp / "grown").mkdir()
     (tmp / "grown" / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-    two, three = tmp / "two", tmp / "three"
+    del data["scalable_units"]["max"]
+    (tmp / "resized").mkdir()
+    (tmp / "resized" / "cluster.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    two, three, resized = tmp / "two", tmp / "three", tmp / "resized" / "out"
     run_cli("build", str(example_spec(NAME)), "--out", str(two))
     run_cli("build", str(tmp / "grown" / "cluster.yaml"), "--out", str(three))
-    yield two, three
+    run_cli("build", str(tmp / "resized" / "cluster.yaml"), "--out", str(resized))
+    yield two, three, resized
     _lab("down", out=three, check=False)
     _lab("down", out=two, check=False)
 
 
 def test_grow_by_an_su_then_rma_a_spine_without_touching_the_rest(builds, tmp_path):
-    two, three = builds
+    two, three, resized = builds
     t0 = time.monotonic()
     _lab("up", "--sus", "2", "--hosts-per-su", "1", out=two)
     up_s = time.monotonic() - t0
     old_topo = lab_topology(read_plan(two / "plan.json"), 2, "all", 1, PREFIX)
     sessions = 2 * sum(1 for link in old_topo.links if link.tier == "leaf-spine")
     pids = {sw.name: _pids(sw.name) for sw in old_topo.switches}
+
+    refused = _lab("grow", "--to", str(resized), out=two, check=False)
+    assert refused.returncode == 2 and "growth must only add" in refused.stderr
 
     t0 = time.monotonic()
     proc = _lab("grow", "--to", str(three), "--json", str(tmp_path / "grow.json"), out=two, check=False)

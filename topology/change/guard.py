@@ -19,8 +19,16 @@ class Refused(Exception):
     pass
 
 
+KIND_ORDER = ("cable", "device", "asn", "address", "pool", "rack", "port")
+
+
+def _plural(kind: str, n: int) -> str:
+    return kind if n == 1 else kind + ("es" if kind.endswith("s") else "s")
+
+
 def summarise(counts: Counter) -> str:
-    return ", ".join(f"{n:,} {kind}{'s' if n != 1 else ''} {action}" for (kind, action), n in sorted(counts.items()))
+    return ", ".join(f"{n:,} {_plural(kind, n)} {action}" for (kind, action), n in sorted(
+        counts.items(), key=lambda kv: (KIND_ORDER.index(kv[0][0]) if kv[0][0] in KIND_ORDER else 9, kv[0])))
 
 
 def check_growth(plan: Plan, target: Path, spec: Path, option: str) -> None:
@@ -42,7 +50,8 @@ def check_growth(plan: Plan, target: Path, spec: Path, option: str) -> None:
     if not breaking:
         return
     counts = Counter((i.kind, i.action) for i in breaking)
-    examples = "\n".join(f"  {i.kind} {i.subject}: {i.old} -> {i.new}" for i in _spread(breaking))
+    examples = "\n".join(f"  {i.kind} {i.action}: {i.subject}: {i.old} -> {i.new or '(gone)'}"
+                         for i in _spread(breaking))
     raise Refused(
         f"this build would change what already exists in {target} (the plan of {old.cluster.sus} SUs, designed for "
         f"{old.cluster.max_sus}; the new one has {plan.cluster.sus} of {plan.cluster.max_sus}): "
@@ -62,7 +71,7 @@ def _same_bytes(plan: Plan, previous: Path) -> bool:
 def _spread(items: list) -> list:
     """A few examples, one per kind of change first."""
     seen, first = set(), []
-    for i in items:
+    for i in sorted(items, key=lambda i: KIND_ORDER.index(i.kind) if i.kind in KIND_ORDER else 9):
         if (i.kind, i.action) not in seen:
             seen.add((i.kind, i.action))
             first.append(i)

@@ -3,7 +3,8 @@
 Steps in a safe order: place new racks and install new devices (unpowered, uncabled); load the configurations
 of new switches; reload changed configurations on running switches (FRR's frr-reload.py / `nv config apply`
 add neighbours and drain removed ones before any cable moves); pull cables; lay new and moved cables; remove
-devices; verify. Each row names the rack, U, device, port and cable, and the rack elevation drawing to look at.
+devices; verify. A device that moves is unracked after its cables are pulled and installed at its new place
+before cables are laid. Each row names the rack, U, device, port and cable, and the rack elevation drawing to look at.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ ORDER_COLUMNS = ("step", "phase", "action", "rack", "u", "device", "port", "port
                  "detail", "elevation")
 SUMMARY_COLUMNS = ("kind", "action", "count", "breaks_existing")
 CHANGE_COLUMNS = ("kind", "action", "subject", "old", "new")
-PHASES = ("place-rack", "install", "configure-new", "reload-config", "pull", "lay", "remove-device", "verify")
+PHASES = ("place-rack", "install", "configure-new", "reload-config", "pull", "unrack", "rerack", "lay", "remove-device",
+          "verify")
 RELOAD_HOW = {"sonic": "frr-reload.py --reload frr.conf, then `config load` for config_db.json changes",
               "cumulus": "nv config replace startup.yaml && nv config apply",
               "mlnx-os": "no per-switch change: reload OpenSM's files on the SM host"}
@@ -99,8 +101,19 @@ def steps(cs: ChangeSet) -> list[tuple]:
             new.cable("lay", "lay", new_links[it.subject])
     for it in cs.of("device", "removed"):
         old.device("remove-device", "remove", old_devs[it.subject], "after its cables are pulled")
+    moved = {it.subject for it in cs.of("device", "moved")}
+    if moved:
+        pulled = {it.subject for it in cs.of("cable") if it.action in ("removed", "re-cabled")}
+        for link in cs.old.links:
+            ends = {link.a.device, link.b.device} & moved
+            if ends and link.id not in pulled and link.id in new_links:
+                why = f"{', '.join(sorted(ends))} moves"
+                old.cable("pull", "pull", link, why)
+                new.cable("lay", "lay", new_links[link.id], why)
     for it in cs.of("device", "moved"):
-        old.device("remove-device", "move", old_devs[it.subject], f"to {it.new}")
+        old.device("unrack", "unrack", old_devs[it.subject], f"moves to {it.new}")
+        d = new_devs[it.subject]
+        new.device("rerack", "install", d, f"moved from {it.old}: {d.role} {d.model}, {d.height_u}U")
     merged = Steps(cs.new)
     merged.rows = new.rows + old.rows
     merged.rows.append((PHASES.index("verify"), (1 << 30, 0, ""),

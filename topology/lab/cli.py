@@ -273,6 +273,9 @@ def grow(cluster: ClusterArg, to: GrowTo, out: OutOpt = None, prefix: PrefixOpt 
             converged = checks.wait_fib(fibs, checks.expected_fib(new_topo, set()), timeout=wait)
         grow_s = time.monotonic() - t1
         time.sleep(2)
+    except (CommandError, runner.LabError) as exc:
+        pings.kill()
+        raise _err(f"{exc}; the lab is partly grown: `railforge lab down` removes all of it", 1) from None
     except BaseException:
         pings.kill()
         raise
@@ -299,7 +302,9 @@ def new_topo_sus(topo: LabTopology) -> int:
 
 @lab_app.command()
 def rma(cluster: ClusterArg, switch: Annotated[str, typer.Argument(help="the switch replaced")],
-        out: OutOpt = None, prefix: PrefixOpt = "rf-", wait: WaitOpt = 120, json_out: JsonOpt = None) -> None:
+        out: OutOpt = None, prefix: PrefixOpt = "rf-", wait: WaitOpt = 120, json_out: JsonOpt = None,
+        drain: Annotated[bool, typer.Option(help="BGP graceful-shutdown on the switch, and wait for every other FIB "
+                                                 "to route around it, before pulling it")] = True) -> None:
     """Replace one running switch (its namespace goes and comes back with the same generated frr.conf); show
     that no session elsewhere resets, how long until its own sessions and the FIBs are back, and ping loss."""
     plan, state, topo = _running(cluster, out, prefix)
@@ -315,6 +320,15 @@ def rma(cluster: ClusterArg, switch: Annotated[str, typer.Argument(help="the swi
     pings = hitless.Pings(topo)
     try:
         time.sleep(2)
+        drain_s = None
+        if drain:
+            t_drain = time.monotonic()
+            hitless.drain(state, switch, next(s for s in topo.switches if s.name == switch).asn)
+            with checks.FabricFib(topo) as fibs:
+                dead = {link.id for link in topo.uplinks(switch)}
+                want = {k: v for k, v in checks.expected_fib(topo, dead).items() if k != switch}
+                drained = checks.wait_fib(fibs, want, timeout=wait)
+            drain_s = None if drained is None else round(time.monotonic() - t_drain, 2)
         t0 = time.monotonic()
         hitless.replace_switch(state, topo, switch, Path(state.options["generated"]) / "configs")
         back = hitless.wait_established(state, [switch], {switch: own}, wait)
@@ -322,12 +336,15 @@ def rma(cluster: ClusterArg, switch: Annotated[str, typer.Argument(help="the swi
             converged = checks.wait_fib(fibs, checks.expected_fib(topo, set()), timeout=wait)
         restore_s = time.monotonic() - t0
         time.sleep(2)
+    except (CommandError, runner.LabError) as exc:
+        pings.kill()
+        raise _err(f"{exc}; `railforge lab down` removes the lab", 1) from None
     except BaseException:
         pings.kill()
         raise
     tx, rx, lossy = pings.stop()
     rep = hitless.compare_sessions(before, hitless.snapshot(state, others), skip=to_it)
-    result = {"switch": switch, "its_sessions": own,
+    result = {"switch": switch, "drained_s": drain_s, "its_sessions": own,
               "other_sessions": sum(1 for k in before.sessions if k not in to_it),
               "its_sessions_back_s": None if back is None else round(back, 2),
               "fib_restored_s": None if converged is None else round(restore_s, 2),

@@ -176,6 +176,13 @@ def announce(state: LabState, device: str, ports: list[str]) -> None:
     run(["lldpcli", "-u", str(sock), "configure", "system", "interface", "pattern", ",".join(sorted(ports))])
 
 
+def drain(state: LabState, device: str, asn: int) -> None:
+    """RFC 8326 graceful shutdown, as an operator does before pulling a box: the switch re-advertises every
+    route with the GRACEFUL_SHUTDOWN community, its peers (FRR honours it on receipt) drop it to local-pref 0
+    and take it out of their ECMP sets, while it keeps forwarding what is still in flight."""
+    daemons.vtysh(state, device, "configure terminal", f"router bgp {asn}", "bgp graceful-shutdown")
+
+
 def replace_switch(state: LabState, topo: LabTopology, name: str, configs: Path) -> None:
     """An RMA: the switch's daemons stop and its namespace goes (every cable to it drops, as when a box is
     pulled); a fresh namespace is cabled as planned, addressed, and boots the same generated frr.conf."""
