@@ -79,7 +79,31 @@ def _structural(annotation: Any) -> bool:
 
 
 _FIELDS: dict[type[BaseModel], dict[str, Any]] = {}
-_LEAVES: dict[tuple[int, str], str | None] = {}
+_SHAPES: dict[int, tuple[Any, tuple[str, bool, Any]]] = {}
+
+
+def _shape(annotation: Any) -> tuple[str, bool, Any]:
+    """(kind, nullable, what to recurse into) of an annotation, worked out once per annotation object."""
+    hit = _SHAPES.get(id(annotation))
+    if hit is not None and hit[0] is annotation:
+        return hit[1]
+    inner, nullable = _strip(annotation)
+    origin = typing.get_origin(inner)
+    if inner is Any:
+        shape = ("any", nullable, None)
+    elif origin is Union:
+        shape = ("union", nullable, inner)
+    elif isinstance(inner, type) and issubclass(inner, BaseModel):
+        shape = ("model", nullable, inner)
+    elif origin is dict:
+        shape = ("dict", nullable, typing.get_args(inner)[1])
+    elif origin is list:
+        shape = ("list", nullable, typing.get_args(inner)[0])
+    else:
+        shape = ("leaf", nullable, inner)
+    _SHAPES[id(annotation)] = (annotation, shape)
+    return shape
+_LEAVES: dict[tuple[int, str, Any], str | None] = {}
 _ADAPTERS: dict[int, tuple[Any, TypeAdapter]] = {}
 
 
@@ -91,9 +115,9 @@ def _fields(model: type[BaseModel]) -> dict[str, Any]:
 
 def _leaf_problem(annotation: Any, value: Any) -> str | None:
     """Why `value` does not fit the leaf type `annotation` (strict, as JSON), or None; memoized."""
-    text = json.dumps(value)
-    key = (id(annotation), text)
+    key = (id(annotation), type(value).__name__, value)
     if key not in _LEAVES:
+        text = json.dumps(value)
         if id(annotation) not in _ADAPTERS:
             _ADAPTERS[id(annotation)] = (annotation, TypeAdapter(annotation))
         try:
@@ -113,28 +137,27 @@ class _Walker:
 
     def walk(self, value: Any, annotation: Any, path: str) -> bool:
         """True when `value` fits `annotation`; errors are recorded as they are found."""
-        annotation, nullable = _strip(annotation)
+        kind, nullable, inner = _shape(annotation)
         if value is None:
-            if nullable or annotation is Any:
+            if nullable or kind == "any":
                 return True
             self.error(path, "null is not allowed here")
             return False
-        if annotation is Any:
+        if kind == "any":
             self.report.unchecked.add(path)
             return True
-        origin = typing.get_origin(annotation)
-        if origin is Union:
-            return self._union(value, annotation, path)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            return self._model(value, annotation, path)
-        if origin is dict:
-            return self._dict(value, typing.get_args(annotation)[1], path)
-        if origin is list:
+        if kind == "union":
+            return self._union(value, inner, path)
+        if kind == "model":
+            return self._model(value, inner, path)
+        if kind == "dict":
+            return self._dict(value, inner, path)
+        if kind == "list":
             if not isinstance(value, list):
                 self.error(path, f"expected a list, found {_kind(value)}")
                 return False
-            return all([self.walk(v, typing.get_args(annotation)[0], f"{path}/{i}") for i, v in enumerate(value)])
-        return self._leaf(value, annotation, path)
+            return all([self.walk(v, inner, f"{path}/{i}") for i, v in enumerate(value)])
+        return self._leaf(value, inner, path)
 
     def _union(self, value: Any, annotation: Any, path: str) -> bool:
         for option in typing.get_args(annotation):
