@@ -31,7 +31,7 @@ def specs(draw, count: int | None = None) -> dict:
         speed = draw(st.sampled_from(sorted(ETHERNET)))
         leaf = draw(st.sampled_from(ETHERNET[speed]))
         spine = draw(st.sampled_from(ETHERNET[speed]))
-        nos = draw(st.sampled_from(["sonic", "cumulus"]))
+        nos = draw(st.sampled_from(["sonic"] if "TH5-128x400G" in (leaf, spine) else ["sonic", "cumulus"]))
     sus = count or draw(st.integers(1, 3))
     spec = {
         "name": "prop",

@@ -42,31 +42,42 @@ def test_hostlist_round_trip():
     assert expand(compress(names)) == names
 
 
-@pytest.mark.parametrize("name", ["dgx-h100-4su", "roce-16k-railplane"])
+def expected_tree(plan) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """From the plan's node rails and switch links: SU switch -> nodes, upper switch -> children."""
+    devices = plan.device_index()
+    leaves: dict[str, set[str]] = {}
+    for node in plan.devices_by_role("node"):
+        sus = {devices[r.leaf].su for r in node.rails}
+        assert len(sus) == 1, f"{node.name} reaches leaves of SUs {sus}"
+        leaves.setdefault(f"su{sus.pop():03d}", set()).add(node.name)
+    below = {"spine": "leaf", "superspine": "spine"}
+    uppers: dict[str, set[str]] = {}
+    for link in plan.links:
+        if link.fabric != "compute":
+            continue
+        for lo, hi in ((link.a.device, link.b.device), (link.b.device, link.a.device)):
+            if below.get(devices[hi].role) == devices[lo].role:
+                child = f"su{devices[lo].su:03d}" if devices[lo].role == "leaf" else lo
+                uppers.setdefault(hi, set()).add(child)
+    return leaves, uppers
+
+
+@pytest.mark.parametrize("name", ["dgx-h100-4su", "roce-a800-4nic", "roce-16k-railplane"])
 def test_tree_topology_parses_back_to_the_plan(built, name):
     out, plan = built(name), plan_of(name)
     entries = parse_conf((out / "slurm" / "topology.conf").read_text())
     role = {d.name: d.role for d in plan.devices}
     leaves = {e["SwitchName"]: set(expand(e["Nodes"])) for e in entries if "Nodes" in e}
     uppers = {e["SwitchName"]: set(expand(e["Switches"])) for e in entries if "Switches" in e}
-    expected_leaves: dict[str, set[str]] = {}
-    for node in plan.devices:
-        if node.role == "node":
-            for r in node.rails:
-                expected_leaves.setdefault(r.leaf, set()).add(node.name)
+    expected_leaves, expected_up = expected_tree(plan)
     assert leaves == expected_leaves
-    expected_up: dict[str, set[str]] = {}
-    below = {"spine": "leaf", "superspine": "spine"}
-    for link in plan.links:
-        a, b = link.a.device, link.b.device
-        for lo, hi in ((a, b), (b, a)):
-            if below.get(role.get(hi)) == role.get(lo):
-                expected_up.setdefault(hi, set()).add(lo)
+    assert len(leaves) == plan.cluster.sus
+    placed = [n for ns in leaves.values() for n in ns]
+    assert len(placed) == len(set(placed)), "every node under exactly one leaf switch"
     assert uppers == expected_up
     top = "superspine" if plan.cluster.tiers == 3 else "spine"
     assert {s for s in uppers if role[s] == top} == {d.name for d in plan.devices if d.role == top}
-    every_node = set().union(*leaves.values())
-    assert every_node == {d.name for d in plan.devices if d.role == "node"}
+    assert set(placed) == {d.name for d in plan.devices if d.role == "node"}
 
 
 def test_block_topology_has_one_block_per_su(built):

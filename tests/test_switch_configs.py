@@ -14,8 +14,10 @@ import yaml
 
 from tests.conftest import ROOT, plan_of, require_tool, run_cli
 from topology.build import build_plan
+from topology.render.nvue import release_of, syntax
 from topology.render.switch_model import IncompletePlan, PlanIndex, build_models, build_switch
 from topology.spec import load_spec
+from topology.verify.nvue_schema import NvueLoader
 
 SPECS = ROOT / "tests" / "specs"
 ETHERNET = ("sonic", "cumulus")
@@ -194,12 +196,12 @@ def test_frr_accepts_every_generated_frr_conf(built, spec_build, tmp_path):
 # --- NVUE ---------------------------------------------------------------------------------------------------------
 
 def _nvue_set(path: Path) -> dict:
-    doc = _load_yaml(path)
+    doc = yaml.load(path.read_text(encoding="utf-8"), Loader=NvueLoader)
     assert isinstance(doc, list) and doc[0]["header"]["nvue-api-version"] == "nvue_v1"
     return doc[1]["set"]
 
 
-def _check_nvue(configs: Path, models) -> int:
+def _check_nvue(configs: Path, models, release: str) -> int:
     checked = 0
     for m in models:
         s = _nvue_set(configs / m.hostname / "startup.yaml")
@@ -220,7 +222,7 @@ def _check_nvue(configs: Path, models) -> int:
             if n.peer_group != "PEER":
                 assert neighbors[n.key]["remote-as"] == n.remote_asn
         assert set(bgp["address-family"]["ipv4-unicast"].get("network", {})) == set(m.announce)
-        assert bgp["path-selection"]["multipath"]["aspath-ignore"] is True
+        assert bgp["path-selection"]["multipath"]["aspath-ignore"] == syntax(release).on
         checked += 1
     return checked
 
@@ -232,7 +234,7 @@ def test_nvue_startup_yaml_parses_and_matches_the_model_small_fabrics(spec_build
             plan = build_plan(spec, lines, "configs-cumulus.yaml")
         models = list(build_models(plan, nos="cumulus"))
         assert models
-        assert _check_nvue(out / "configs", models) > 0
+        assert _check_nvue(out / "configs", models, release_of(plan)) > 0
 
 
 def test_nvue_on_the_16k_example_sampled_per_role(built):
@@ -243,7 +245,7 @@ def test_nvue_on_the_16k_example_sampled_per_role(built):
         sample.setdefault(m.role, []).append(m)
     picked = [m for ms in sample.values() for m in (ms[0], ms[len(ms) // 2], ms[-1])]
     configs = built("roce-16k-railplane") / "configs"
-    assert _check_nvue(configs, picked) >= 6
+    assert _check_nvue(configs, picked, release_of(plan)) >= 6
     files = sorted(configs.glob("*/startup.yaml"))
     assert len(files) == len(models)
     for f in files:
@@ -268,9 +270,11 @@ def test_mlag_pairs_agree_on_bonds_and_system_mac(spec_build):
     bonds_b = {k: v["description"].split(":")[0] for k, v in b["interface"].items() if v.get("type") == "bond"}
     assert bonds_a == bonds_b and bonds_a, "the same host must sit on the same bond (MLAG id) on both leaves"
     assert all(a["interface"][k]["bond"]["mlag"]["id"] == b["interface"][k]["bond"]["mlag"]["id"] for k in bonds_a)
-    vrr_a = a["interface"]["vlan10"]["ip"]["vrr"]["address"]
-    assert vrr_a == b["interface"]["vlan10"]["ip"]["vrr"]["address"]
-    assert set(a["interface"]["vlan10"]["ip"]["address"]) != set(b["interface"]["vlan10"]["ip"]["address"])
+    spec, lines = load_spec(SPECS / "configs-cumulus.yaml")
+    ip = "ipv4" if syntax(spec.nos_release.cumulus).split_ip else "ip"
+    vrr_a = a["interface"]["vlan10"][ip]["vrr"]["address"]
+    assert vrr_a == b["interface"]["vlan10"][ip]["vrr"]["address"]
+    assert set(a["interface"]["vlan10"][ip]["address"]) != set(b["interface"]["vlan10"][ip]["address"])
 
 
 def test_pair_system_mac_needs_no_peer_so_limited_builds_agree():

@@ -244,6 +244,7 @@ class ClusterSummary:
     node_model: str
     nvswitch: bool
     tier_summaries: list[TierSummary] = field(default_factory=list)
+    nos_release: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -115,7 +115,7 @@ def _build(ctx: BuildContext) -> Plan:
     cluster = ClusterSummary(spec.name, cd.fabric, cd.tiers, cd.mode, spec.compute.uplinks,
                              "ipoib-per-rail" if not cd.ethernet else "subnet-per-leaf", nodes * spec.node.gpus,
                              spec.node.gpus, nodes, cd.rails, sus, cd.max_sus, slots, spec.node.model,
-                             spec.node.nvswitch, summaries)
+                             spec.node.nvswitch, summaries, {"cumulus": spec.nos_release.cumulus})
     q = spec.qos
     qos = Qos(q.lossless_priority, q.roce_dscp, q.cnp_dscp, q.cnp_priority, q.roce_dscp << 2,
               q.ecn_min_threshold_bytes, q.ecn_max_threshold_bytes, q.ecn_probability, q.host_mtu, q.switch_mtu)

@@ -50,7 +50,9 @@ class BuildContext:
         if found is None:
             sw = self.switch_model(field_path, model)
             if nos not in sw.nos:
-                raise self.fail(field_path, f"{model} does not run {nos}; it runs {', '.join(sw.nos)}")
+                able = sorted(m for m, s in self.catalog.switches.items() if nos in s.nos and s.kind == sw.kind)
+                raise self.fail(field_path, f"{model} does not run {nos}; it runs {', '.join(sw.nos)}. "
+                                            f"Models that run {nos}: {', '.join(able) or 'none in the catalog'}")
             try:
                 found = PortLayout(model, sw, nos, needs)
             except RadixError as exc:

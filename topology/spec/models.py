@@ -326,6 +326,24 @@ class Tenant(Strict):
         return _device_name(v)
 
 
+CUMULUS_RELEASES = ("5.11", "5.12", "5.13", "5.14", "5.15", "5.16", "5.17", "5.18")
+DEFAULT_CUMULUS_RELEASE = "5.18"
+
+
+def check_release(value: object) -> object:
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        raise ValueError(f"{value!r} is a number; quote the release, e.g. '5.14' (YAML reads 5.10 as 5.1)")
+    if value not in CUMULUS_RELEASES:
+        raise ValueError(f"{value!r} is not a supported Cumulus Linux release; use one of "
+                         f"{', '.join(CUMULUS_RELEASES)} (releases before 5.15 write `enable: on`, "
+                         "5.15 and later `state: enabled`)")
+    return value
+
+
+class NosRelease(Strict):
+    cumulus: Annotated[str, BeforeValidator(check_release)] = DEFAULT_CUMULUS_RELEASE
+
+
 class ClusterSpec(Strict):
     name: str
     description: str = ""
@@ -341,6 +359,7 @@ class ClusterSpec(Strict):
     cabling: Cabling = Field(default_factory=Cabling)
     reliability: Reliability = Field(default_factory=Reliability)
     tenants: list[Tenant] = Field(default_factory=list)
+    nos_release: NosRelease = Field(default_factory=NosRelease)
     catalog: Catalog = Field(default_factory=Catalog)
 
     @field_validator("name")
