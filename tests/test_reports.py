@@ -176,7 +176,10 @@ def test_netbox_csvs_reference_only_objects_defined_before_them(built, dgx_plan)
 def test_report_states_the_architects_figures(built, dgx_plan):
     text = (built("dgx-h100-4su") / "report.md").read_text()
     assert "| 1016 | 127 | 8 | 4 (4) |" in text
-    assert "| compute | leaf | 32 | 32 | 32 | 12800 | 12800 | 1:1 |" in text
+    assert "| compute | leaf | 32 | 32 | 32 | 32 | 12800 | 12800 | 1:1 |" in text
+    # OOB leaves: 48 x 1G down, 2 x 100G up -> 48/200 = 0.24 (not the fraction 6:25)
+    assert "| oob | oob-leaf | 5 | 48 | " in text and "| 48 | 200 | 0.24:1 |" in text
+    assert "6:25" not in text
     # bisection of a non-blocking fabric = half of 1016 node ports + 4 UFM ports at 400G
     assert f"Compute bisection bandwidth: {(1016 + 4) * 400 // 2:,} Gb/s" in text
     assert "non-blocking" in text
@@ -220,3 +223,12 @@ def test_svg_of_the_16k_fabric_stays_small_and_names_every_tier(built):
     assert path.stat().st_size < 150_000
     assert sum(1 for _ in root.iter()) < 3000
     assert math.isfinite(float(root.get("width")))
+
+
+def test_report_tells_design_ports_from_cabled_ones(tmp_path):
+    """tiny-roce: 2 of 4 SUs built, 2 leaves per SU, 4 x 400G uplinks per leaf over 2 spines: each spine is laid
+    out for 4 SUs x 2 leaves x 2 links = 16 down ports, of which 2 SUs x 2 leaves x 2 links = 8 are cabled."""
+    proc = run_cli("validate", "tests/specs/tiny-roce.yaml")
+    assert "| compute | spine | 2 | 16 | 8 | 0 | 6400 | 0 | top |" in proc.stdout
+    assert "Down ports (design) are what each switch of a tier is laid out for at scalable_units.max (4 SUs" in \
+        " ".join(proc.stdout.split())

@@ -87,14 +87,17 @@ def link_inventory(spec_dir: Path) -> None:
 
 
 def summary_table(plan: Plan) -> Table:
-    from topology.render.report import ratio_label
+    from topology.render.report import cabled_ports, ratio_label
 
     c = plan.cluster
-    t = Table(title=f"{c.name}: {c.gpus} GPUs, {c.nodes} nodes, {c.fabric} {c.tiers}-tier {c.mode}")
-    for col in ("fabric", "tier", "switches", "down", "up", "down Gb/s", "up Gb/s", "ratio"):
+    cabled = cabled_ports(plan)
+    t = Table(title=f"{c.name}: {c.gpus} GPUs, {c.nodes} nodes, {c.fabric} {c.tiers}-tier {c.mode}",
+              caption=f"down: ports per switch laid out for {c.max_sus} SUs; cabled: the most on one switch now")
+    for col in ("fabric", "tier", "switches", "down", "cabled", "up", "down Gb/s", "up Gb/s", "ratio"):
         t.add_column(col, justify="right" if col not in ("fabric", "tier") else "left")
     for s in c.tier_summaries:
-        t.add_row(s.fabric, s.role, str(s.switches), str(s.downlink_ports), str(s.uplink_ports),
+        t.add_row(s.fabric, s.role, str(s.switches), str(s.downlink_ports),
+                  str(cabled.get((s.fabric, s.role), (0, 0))[0]), str(s.uplink_ports),
                   str(s.downlink_gbps), str(s.uplink_gbps), ratio_label(s))
     return t
 
@@ -107,6 +110,8 @@ def validate(spec: SpecArg) -> None:
     """Check the spec and print the design summary and report (markdown as it is when not on a terminal)."""
     plan = load_plan(spec)
     out = Console(emoji=False, highlight=False)
+    if not out.is_terminal:
+        out = Console(emoji=False, highlight=False, width=160)
     out.print(summary_table(plan))
     for fam in families():
         if fam.name == "report":

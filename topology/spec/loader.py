@@ -58,7 +58,10 @@ def _line_for(loc: tuple[str | int, ...], lines: LineMap) -> int | None:
 def dotted(loc: tuple[str | int, ...]) -> str:
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if part == "[key]":
+            out += " (the key)"
+        else:
+            out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 
 
@@ -81,7 +84,7 @@ def _message(err: dict) -> str:
     for prefix in ("Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):
             msg = msg[len(prefix):]
-    if kind.startswith(("greater", "less", "int_", "float_", "too_", "string_", "bool")):
+    if kind.startswith(("greater", "less", "int_", "float_", "too_", "string_", "bool", "finite")):
         msg = f"{shown(err.get('input'))}: {msg.lower()}"
     return msg
 

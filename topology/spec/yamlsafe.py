@@ -25,9 +25,9 @@ from yaml.reader import Reader
 from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
-MAX_BYTES = 1 << 20
+MAX_BYTES = 256 << 10
 MAX_DEPTH = 32
-MAX_NODES = 100_000
+MAX_NODES = 50_000
 MAX_INT_DIGITS = 30
 MAX_SCALAR_CHARS = 4096
 
@@ -114,7 +114,7 @@ StrictConstructor.add_constructor(T + "bool", StrictConstructor.construct_yaml_b
 StrictConstructor.add_constructor(T + "null", StrictConstructor.construct_yaml_null)
 
 
-class StrictLoader(Reader, Scanner, Parser, BoundedComposer, StrictConstructor, StrictResolver):
+class PyStrictLoader(Reader, Scanner, Parser, BoundedComposer, StrictConstructor, StrictResolver):
     def __init__(self, stream: str) -> None:
         Reader.__init__(self, stream)
         Scanner.__init__(self)
@@ -122,6 +122,21 @@ class StrictLoader(Reader, Scanner, Parser, BoundedComposer, StrictConstructor, 
         BoundedComposer.__init__(self)
         StrictConstructor.__init__(self)
         StrictResolver.__init__(self)
+
+
+try:
+    from yaml._yaml import CParser
+except ImportError:  # pragma: no cover - PyYAML without libyaml
+    StrictLoader: type = PyStrictLoader
+else:
+    class StrictLoader(BoundedComposer, CParser, StrictConstructor, StrictResolver):
+        """libyaml's event parser (fast) under the Python composer above (bounded, checkable)."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            BoundedComposer.__init__(self)
+            StrictConstructor.__init__(self)
+            StrictResolver.__init__(self)
 
 
 def _bad_char(text: str) -> str | None:
@@ -135,6 +150,8 @@ def _check_scalar(node: ScalarNode) -> None:
     if node.tag not in ALLOWED_TAGS:
         raise SpecYAMLError(f"the tag {_short(node.tag)} is not allowed; a spec holds plain strings, numbers, "
                             "booleans, lists and mappings", node)
+    if node.tag == T + "int" and (digits := sum(ch.isalnum() for ch in node.value)) > MAX_INT_DIGITS:
+        raise SpecYAMLError(f"an integer of {digits} digits; at most {MAX_INT_DIGITS} are read", node)
     if len(node.value) > MAX_SCALAR_CHARS:
         raise SpecYAMLError(f"a value of {len(node.value)} characters; at most {MAX_SCALAR_CHARS} are read", node)
     if node.tag == T + "str" and (ch := _bad_char(node.value)) is not None:
