@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import ipaddress
 import math
+import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 
@@ -123,6 +124,25 @@ def test_bom_counts_switches_hosts_and_optics(built, dgx_plan):
     assert fibre == pytest.approx(sum(link.length_m for link in optical))
     nic = {(r["item"], r["speed"]): int(r["quantity"]) for r in rows if r["category"] == "nic port"}
     assert nic[("node compute", "400G")] == 127 * 8 and nic[("node storage", "200G")] == 127 * 2
+
+
+def test_bom_picks_cable_parts_by_length(built):
+    """A 5 m 200G AOC row orders the 5 m part (MFS1S00-V005E), not the catalog's 30 m one; the length suffix of
+    every NVIDIA AOC part (V005E = 5 m, C010 = 10 m) matches its row."""
+    rows = [r for r in _csv(built("dgx-h100-4su") / "bom.csv") if r["category"] == "cable" and r["item"] == "AOC"]
+    assert {(r["speed"], r["part"], r["length_m"]) for r in rows} >= {("200G", "MFS1S00-V005E", "5.0"),
+                                                                      ("100G", "MFA1A00-C020", "20.0")}
+    for r in rows:
+        metres = int(re.search(r"-[VC]0?(\d+)E?$", r["part"]).group(1))
+        assert metres == float(r["length_m"]), r
+
+
+def test_media_rule_without_lengths_keeps_its_one_part():
+    from topology.spec.models import MediaRule
+
+    rule = MediaRule(media="AOC", max_m=30, part="P30", parts={3: "P3", 10: "P10"})
+    assert rule.fitting(2.5) == (3, "P3") and rule.fitting(7) == (10, "P10") and rule.fitting(25) == (25, "P30")
+    assert MediaRule(media="DAC", max_m=3, part="D3").fitting(2) == (2, "D3")
 
 
 # --- NetBox ---------------------------------------------------------------------------------------------------

@@ -148,8 +148,17 @@ class MediaRule(Strict):
     media: Label
     max_m: Metres
     part: ModelName | None = None
+    parts: dict[Metres, ModelName] = Field(default_factory=dict, max_length=64)
     per_end: bool = False
     fibre: Label | None = None
+
+    def fitting(self, length_m: float) -> tuple[float, str | None]:
+        """(length to order, part number): the shortest part of `parts` that reaches `length_m`, else `part`."""
+        fits = [m for m in self.parts if m >= length_m - 1e-9]
+        if not fits:
+            return length_m, self.part
+        m = min(fits)
+        return m, self.parts[m]
 
 
 class Catalog(Strict):
