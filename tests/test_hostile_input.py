@@ -350,6 +350,9 @@ def test_help_is_plain() -> None:
         text = CliRunner().invoke(app, cmd, env={"COLUMNS": "120"}).output
         assert "SPEC" in text
         assert "<bool>" not in text and "{" not in text, text
+    for cmd in (["--help"], ["verify", "cabling", "--help"], ["lab", "--help"]):
+        text = CliRunner().invoke(app, cmd, env={"COLUMNS": "120"}).output
+        assert "Usage:" in text and "<bool>" not in text and "{" not in text, text
 
 
 def test_validate_piped_prints_markdown_rows_whole() -> None:

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 from topology.build import build_plan
 from topology.lab.cli import lab_app
@@ -36,18 +36,37 @@ INVENTORY_LINKS = ("hosts.yml", "nodes", "group_vars")
 PARALLEL_MIN_DEVICES = 2000
 
 
+def _flags_without_type(params: list) -> list:
+    for p in params:
+        if getattr(p, "is_flag", False) and p.metavar is None:
+            p.metavar = ""
+    return params
+
+
 class Command(TyperCommand):
-    """Plain help: `SPEC` rather than `{spec}`, and no type column for flags such as --help."""
+    """Plain help: `SPEC` rather than `{spec}`, and no `<bool>` type for flags such as --help."""
 
     def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:
         return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in super().collect_usage_pieces(ctx)]
 
     def get_params(self, ctx: typer.Context) -> list:
-        params = super().get_params(ctx)
-        for p in params:
-            if getattr(p, "is_flag", False) and p.metavar is None:
-                p.metavar = ""
-        return params
+        return _flags_without_type(super().get_params(ctx))
+
+
+class Group(TyperGroup):
+    def get_params(self, ctx: typer.Context) -> list:
+        return _flags_without_type(super().get_params(ctx))
+
+
+def plain_help(typer_app: typer.Typer) -> None:
+    """Give every command and group of `typer_app` (sub-apps included) the plain help above."""
+    typer_app.info.cls = Group
+    for info in typer_app.registered_commands:
+        if info.cls in (None, TyperCommand):
+            info.cls = Command
+    for group in typer_app.registered_groups:
+        group.cls = Group
+        plain_help(group.typer_instance)
 
 
 def say_error(message: str) -> None:
@@ -105,7 +124,7 @@ def summary_table(plan: Plan) -> Table:
 SpecArg = Annotated[Path, typer.Argument(help="inventory/<cluster>/cluster.yaml", metavar="SPEC")]
 
 
-@app.command(cls=Command)
+@app.command()
 def validate(spec: SpecArg) -> None:
     """Check the spec and print the design summary and report (markdown as it is when not on a terminal)."""
     plan = load_plan(spec)
@@ -124,7 +143,7 @@ def validate(spec: SpecArg) -> None:
                 sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
-@app.command(cls=Command)
+@app.command()
 def build(
     spec: SpecArg,
     out: Annotated[Path | None, typer.Option(help="output folder (default: <spec folder>/generated)")] = None,
@@ -192,6 +211,9 @@ def build(
         say_error(f"wrote {target}, but then {describe(exc)}")
         raise typer.Exit(1) from None
     Console(stderr=True).print(f"wrote {len(output.written)} files to {target}", highlight=False)
+
+
+plain_help(app)
 
 
 def main() -> None:  # pragma: no cover
