@@ -29,11 +29,17 @@ def _lines(node: yaml.Node, path: tuple[str | int, ...], out: LineMap) -> None:
 
 def read_yaml(path: Path) -> tuple[object, LineMap]:
     source = str(path)
+    text = ""
     try:
         text = yamlsafe.read_text(path)
         data, node = yamlsafe.load(text)
     except yamlsafe.SpecFileError as exc:
         raise SpecErrors([SpecError("", exc.message, line=exc.line, source=source)]) from None
+    except yaml.reader.ReaderError as exc:
+        line = text.encode("utf-8", "surrogateescape")[:exc.position].count(b"\n") + 1
+        char = chr(exc.character) if isinstance(exc.character, int) else exc.character
+        raise SpecErrors([SpecError("", f"not valid YAML: the character {char!r} is not allowed ({exc.reason}); "
+                                        "a spec is printable text", line=line, source=source)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
