@@ -171,12 +171,47 @@ def _walk_models(annotation: object) -> list[type[BaseModel]]:
     return [m for arg in typing.get_args(annotation) for m in _walk_models(arg)]
 
 
+def _str_leaves(annotation: object, meta: list) -> list[list]:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        base, *more = typing.get_args(annotation)
+        return _str_leaves(base, meta + list(more))
+    if origin is typing.Literal:
+        return []
+    if origin is not None:
+        return [leaf for arg in typing.get_args(annotation) for leaf in _str_leaves(arg, meta)]
+    return [meta] if annotation is str else []
+
+
+def test_every_string_in_the_spec_is_a_checked_type() -> None:
+    """A new text field uses one of the shared types (DeviceName, ModelName, Label, Text, ...) or a Literal,
+    so names that reach files and configs stay one safe token."""
+    checked_elsewhere = {("NicGroup", "ifnames"), ("NicGroup", "hcas")}
+    loose, seen, todo = [], set(), [ClusterSpec]
+    while todo:
+        model = todo.pop()
+        if model in seen:
+            continue
+        seen.add(model)
+        for name, field in model.model_fields.items():
+            todo.extend(_walk_models(field.annotation))
+            for meta in _str_leaves(field.annotation, list(field.metadata)):
+                if (model.__name__, name) not in checked_elsewhere and not _bounded(meta):
+                    loose.append(f"{model.__name__}.{name}")
+    assert not loose, f"plain str fields (use DeviceName, ModelName, Label or Text): {loose}"
+
+
 def test_range_walker_catches_an_unbounded_field() -> None:
     class Loose(models.Strict):
         n: int = 1
+        s: str | None = None
+        t: models.Text = ""
 
     assert not _bounded(list(Loose.model_fields["n"].metadata))
     assert _numeric_leaves(Loose.model_fields["n"].annotation)
+    assert _str_leaves(Loose.model_fields["s"].annotation, []) == [[]] and not _bounded([])
+    t = Loose.model_fields["t"]
+    assert all(_bounded(m) for m in _str_leaves(t.annotation, list(t.metadata)))
 
 
 def test_out_at_a_file_or_link_touches_nothing(tmp_path: Path) -> None:
