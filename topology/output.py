@@ -97,7 +97,9 @@ class Output:
     def _check_target(target: Path) -> Path:
         """The output folder as an absolute path, refused (untouched) when it is a link, not a folder, or in
         a place this user cannot write; missing parents are created."""
-        where = target.absolute()
+        where = Path(os.path.normpath(target.absolute()))
+        if where == where.parent:
+            raise OutputError(f"--out {target} is the root folder; give a folder for the output (nothing was written)")
         if where.is_symlink():
             raise OutputError(f"--out {target} is a symbolic link; give the folder itself (nothing was written)")
         if where.exists() and not where.is_dir():
