@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -12,6 +13,7 @@ from topology.spec.errors import SpecError, SpecErrors
 from topology.spec.models import ClusterSpec
 
 LineMap = dict[tuple[str | int, ...], int]
+PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+/-]*")
 
 
 def _lines(node: yaml.Node, path: tuple[str | int, ...], out: LineMap) -> None:
@@ -66,8 +68,11 @@ def dotted(loc: tuple[str | int, ...]) -> str:
     for part in loc:
         if part == "[key]":
             out += " (the key)"
+        elif isinstance(part, int):
+            out += f"[{part}]"
         else:
-            out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+            text = part if PLAIN_KEY.fullmatch(part) else shown(part, 40)
+            out += f".{text}" if out else text
     return out
 
 
