@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import ipaddress
 import math
+import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 
@@ -125,6 +126,25 @@ def test_bom_counts_switches_hosts_and_optics(built, dgx_plan):
     assert nic[("node compute", "400G")] == 127 * 8 and nic[("node storage", "200G")] == 127 * 2
 
 
+def test_bom_picks_cable_parts_by_length(built):
+    """A 5 m 200G AOC row orders the 5 m part (MFS1S00-V005E), not the catalog's 30 m one; the length suffix of
+    every NVIDIA AOC part (V005E = 5 m, C010 = 10 m) matches its row."""
+    rows = [r for r in _csv(built("dgx-h100-4su") / "bom.csv") if r["category"] == "cable" and r["item"] == "AOC"]
+    assert {(r["speed"], r["part"], r["length_m"]) for r in rows} >= {("200G", "MFS1S00-V005E", "5.0"),
+                                                                      ("100G", "MFA1A00-C020", "20.0")}
+    for r in rows:
+        metres = int(re.search(r"-[VC]0?(\d+)E?$", r["part"]).group(1))
+        assert metres == float(r["length_m"]), r
+
+
+def test_media_rule_without_lengths_keeps_its_one_part():
+    from topology.spec.models import MediaRule
+
+    rule = MediaRule(media="AOC", max_m=30, part="P30", parts={3: "P3", 10: "P10"})
+    assert rule.fitting(2.5) == (3, "P3") and rule.fitting(7) == (10, "P10") and rule.fitting(25) == (25, "P30")
+    assert MediaRule(media="DAC", max_m=3, part="D3").fitting(2) == (2, "D3")
+
+
 # --- NetBox ---------------------------------------------------------------------------------------------------
 
 NETBOX_COLUMNS = {  # field names of NetBox 4.4's bulk-import forms
@@ -176,7 +196,10 @@ def test_netbox_csvs_reference_only_objects_defined_before_them(built, dgx_plan)
 def test_report_states_the_architects_figures(built, dgx_plan):
     text = (built("dgx-h100-4su") / "report.md").read_text()
     assert "| 1016 | 127 | 8 | 4 (4) |" in text
-    assert "| compute | leaf | 32 | 32 | 32 | 12800 | 12800 | 1:1 |" in text
+    assert "| compute | leaf | 32 | 32 | 32 | 32 | 12800 | 12800 | 1:1 |" in text
+    # OOB leaves: 48 x 1G down, 2 x 100G up -> 48/200 = 0.24 (not the fraction 6:25)
+    assert "| oob | oob-leaf | 5 | 48 | " in text and "| 48 | 200 | 0.24:1 |" in text
+    assert "6:25" not in text
     # bisection of a non-blocking fabric = half of 1016 node ports + 4 UFM ports at 400G
     assert f"Compute bisection bandwidth: {(1016 + 4) * 400 // 2:,} Gb/s" in text
     assert "non-blocking" in text
@@ -220,3 +243,12 @@ def test_svg_of_the_16k_fabric_stays_small_and_names_every_tier(built):
     assert path.stat().st_size < 150_000
     assert sum(1 for _ in root.iter()) < 3000
     assert math.isfinite(float(root.get("width")))
+
+
+def test_report_tells_design_ports_from_cabled_ones(tmp_path):
+    """tiny-roce: 2 of 4 SUs built, 2 leaves per SU, 4 x 400G uplinks per leaf over 2 spines: each spine is laid
+    out for 4 SUs x 2 leaves x 2 links = 16 down ports, of which 2 SUs x 2 leaves x 2 links = 8 are cabled."""
+    proc = run_cli("validate", "tests/specs/tiny-roce.yaml")
+    assert "| compute | spine | 2 | 16 | 8 | 0 | 6400 | 0 | top |" in proc.stdout
+    assert "Down ports (design) are what each switch of a tier is laid out for at scalable_units.max (4 SUs" in \
+        " ".join(proc.stdout.split())

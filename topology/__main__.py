@@ -1,3 +1,3 @@
-from topology.cli import app
+from topology.entry import main
 
-app()
+main()

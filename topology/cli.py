@@ -12,13 +12,16 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markdown import Markdown
 from rich.table import Table
+from rich.text import Text
+from typer.core import TyperCommand, TyperGroup
 
 from topology.build import build_plan
 from topology.change.cli import diff
 from topology.change.guard import Refused, check_growth
 from topology.lab.cli import lab_app
-from topology.output import Output, UnsafePath
+from topology.output import Output, OutputError, UnsafePath, describe
 from topology.parallel import render_parallel
 from topology.plan import Plan
 from topology.progress import StageClock, progress_for
@@ -28,15 +31,52 @@ from topology.spec.errors import SpecError, SpecErrors
 from topology.verify.cli import verify_app
 from topology.ztp.cli import ztp
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
 app.add_typer(lab_app, name="lab")
 app.add_typer(verify_app, name="verify")
 app.command(name="ztp")(ztp)
-
 app.command()(diff)
-err = Console(stderr=True, soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True, emoji=False, highlight=False)
 INVENTORY_LINKS = ("hosts.yml", "nodes", "group_vars")
 PARALLEL_MIN_DEVICES = 2000
+
+
+def _flags_without_type(params: list) -> list:
+    for p in params:
+        if getattr(p, "is_flag", False) and p.metavar is None:
+            p.metavar = ""
+    return params
+
+
+class Command(TyperCommand):
+    """Plain help: `SPEC` rather than `{spec}`, and no `<bool>` type for flags such as --help."""
+
+    def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in super().collect_usage_pieces(ctx)]
+
+    def get_params(self, ctx: typer.Context) -> list:
+        return _flags_without_type(super().get_params(ctx))
+
+
+class Group(TyperGroup):
+    def get_params(self, ctx: typer.Context) -> list:
+        return _flags_without_type(super().get_params(ctx))
+
+
+def plain_help(typer_app: typer.Typer) -> None:
+    """Give every command and group of `typer_app` (sub-apps included) the plain help above."""
+    typer_app.info.cls = Group
+    for info in typer_app.registered_commands:
+        if info.cls in (None, TyperCommand):
+            info.cls = Command
+    for group in typer_app.registered_groups:
+        group.cls = Group
+        plain_help(group.typer_instance)
+
+
+def say_error(message: str) -> None:
+    """One error line; the message is shown as it is (no markup, no emoji codes)."""
+    err.print(Text.assemble(("error", "red"), " ", message))
 
 
 def load_plan(spec_path: Path) -> Plan:
@@ -45,10 +85,10 @@ def load_plan(spec_path: Path) -> Plan:
         return build_plan(spec, lines, str(spec_path))
     except SpecErrors as exc:
         for e in exc.errors:
-            err.print(f"[red]error[/red] {e.render()}", highlight=False, soft_wrap=True)
+            say_error(e.render())
         raise typer.Exit(2) from None
     except SpecError as exc:
-        err.print(f"[red]error[/red] {exc.render()}", highlight=False, soft_wrap=True)
+        say_error(exc.render())
         raise typer.Exit(2) from None
 
 
@@ -71,31 +111,46 @@ def link_inventory(spec_dir: Path) -> None:
 
 
 def summary_table(plan: Plan) -> Table:
+    from topology.render.report import cabled_ports, ratio_label
+
     c = plan.cluster
-    t = Table(title=f"{c.name}: {c.gpus} GPUs, {c.nodes} nodes, {c.fabric} {c.tiers}-tier {c.mode}")
-    for col in ("fabric", "tier", "switches", "down", "up", "down Gb/s", "up Gb/s", "ratio"):
+    cabled = cabled_ports(plan)
+    t = Table(title=f"{c.name}: {c.gpus} GPUs, {c.nodes} nodes, {c.fabric} {c.tiers}-tier {c.mode}",
+              caption=f"down: ports per switch laid out for {c.max_sus} SUs; cabled: the most on one switch now")
+    for col in ("fabric", "tier", "switches", "down", "cabled", "up", "down Gb/s", "up Gb/s", "ratio"):
         t.add_column(col, justify="right" if col not in ("fabric", "tier") else "left")
     for s in c.tier_summaries:
-        t.add_row(s.fabric, s.role, str(s.switches), str(s.downlink_ports), str(s.uplink_ports),
-                  str(s.downlink_gbps), str(s.uplink_gbps), s.oversubscription)
+        t.add_row(s.fabric, s.role, str(s.switches), str(s.downlink_ports),
+                  str(cabled.get((s.fabric, s.role), (0, 0))[0]), str(s.uplink_ports),
+                  str(s.downlink_gbps), str(s.uplink_gbps), ratio_label(s))
     return t
 
 
+SpecArg = Annotated[Path, typer.Argument(help="inventory/<cluster>/cluster.yaml", metavar="SPEC")]
+
+
 @app.command()
-def validate(spec: Annotated[Path, typer.Argument(help="inventory/<cluster>/cluster.yaml")]) -> None:
-    """Check the spec and print the design summary."""
+def validate(spec: SpecArg) -> None:
+    """Check the spec and print the design summary and report (markdown as it is when not on a terminal)."""
     plan = load_plan(spec)
-    Console().print(summary_table(plan))
+    out = Console(emoji=False, highlight=False)
+    if not out.is_terminal:
+        out = Console(emoji=False, highlight=False, width=160)
+    out.print(summary_table(plan))
     for fam in families():
         if fam.name == "report":
             from topology.render.report import report_markdown
 
-            Console().print(report_markdown(plan), markup=False, highlight=False)
+            text = report_markdown(plan)
+            if out.is_terminal:
+                out.print(Markdown(text))
+            else:
+                sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
 @app.command()
 def build(
-    spec: Annotated[Path, typer.Argument(help="inventory/<cluster>/cluster.yaml")],
+    spec: SpecArg,
     out: Annotated[Path | None, typer.Option(help="output folder (default: <spec folder>/generated)")] = None,
     only: Annotated[str | None, typer.Option(help="comma-separated artifact families to write")] = None,
     limit: Annotated[str | None, typer.Option(help="only devices whose name matches this glob")] = None,
@@ -116,14 +171,14 @@ def build(
         known = {f.name for f in fams}
         bad = [w for w in wanted if w not in known]
         if bad:
-            err.print(f"[red]error[/red] --only: unknown families {', '.join(bad)}; known: {', '.join(sorted(known))}")
+            say_error(f"--only: unknown families {', '.join(bad)}; known: {', '.join(sorted(known))}")
             raise typer.Exit(2)
         fams = [f for f in fams if f.name in wanted]
     select = None
     if limit:
         names = {d.name for d in plan.devices if fnmatch.fnmatchcase(d.name, limit)}
         if not names:
-            err.print(f"[red]error[/red] --limit: no device matches {limit!r}")
+            say_error(f"--limit: no device matches {limit!r}")
             raise typer.Exit(2)
         select = names.__contains__
         fams = [f for f in fams if f.per_device]
@@ -133,10 +188,14 @@ def build(
             with clock.stage("renumber-guard"):
                 check_growth(plan, target, spec, "--allow-renumber")
         except Refused as exc:
-            err.print(f"[red]error[/red] {exc}", highlight=False)
+            say_error(str(exc))
             raise typer.Exit(1) from None
     partial = bool(only or limit)
-    output = Output(target, select=select, partial=partial)
+    try:
+        output = Output(target, select=select, partial=partial)
+    except OutputError as exc:
+        say_error(str(exc))
+        raise typer.Exit(1) from None
     try:
         if jobs > 1 and len(plan.devices) >= PARALLEL_MIN_DEVICES:
             with clock.stage("render"):
@@ -147,21 +206,31 @@ def build(
                     with clock.stage(fam.name):
                         fam.render(plan, output)
                     advance(fam.name)
-    except (UnsafePath, OSError) as exc:
+        with clock.stage("commit"):
+            output.commit()
+    except (UnsafePath, OutputError, OSError) as exc:
         output.abort()
-        err.print(f"[red]error[/red] {exc}")
+        say_error(f"{describe(exc)}; the previous output in {target} is untouched" if isinstance(exc, OSError)
+                  else str(exc))
         raise typer.Exit(1) from None
     except BaseException:
         output.abort()
         raise
-    with clock.stage("commit"):
-        output.commit()
-    if out is None:
-        link_inventory(spec.parent)
-    if timings:
-        timings.write_text(json.dumps(clock.report(), indent=1) + "\n")
+    try:
+        if out is None:
+            link_inventory(spec.parent)
+        if timings:
+            timings.write_text(json.dumps(clock.report(), indent=1) + "\n")
+    except OSError as exc:
+        say_error(f"wrote {target}, but then {describe(exc)}")
+        raise typer.Exit(1) from None
     Console(stderr=True).print(f"wrote {len(output.written)} files to {target}", highlight=False)
 
 
+plain_help(app)
+
+
 def main() -> None:  # pragma: no cover
-    sys.exit(app())
+    from topology.entry import main as entry_main
+
+    entry_main()

@@ -4,7 +4,9 @@ previous output only when the whole build succeeded."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import IO
@@ -12,6 +14,55 @@ from typing import IO
 
 class UnsafePath(Exception):
     pass
+
+
+class OutputError(Exception):
+    """The output folder cannot be used; nothing was touched."""
+
+
+STAGE_MARK = ".railforge-staging"
+OWN_FILE = "plan.json"
+
+
+def describe(exc: OSError) -> str:
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot write{where}: {exc.strerror or exc}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_stale_stages(parent: Path, name: str) -> list[Path]:
+    """Remove `.NAME.staging-PID` folders left by killed builds: only real folders (not links) that carry
+    railforge's mark, belong to this user, and whose PID is gone. Returns what was removed."""
+    pattern = re.compile(rf"\.{re.escape(name)}\.staging-(\d+)")
+    removed = []
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = pattern.fullmatch(entry.name)
+        if not m or int(m.group(1)) == os.getpid() or _pid_alive(int(m.group(1))):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+                continue
+            if not os.path.isfile(os.path.join(entry.path, STAGE_MARK)):
+                continue
+            shutil.rmtree(entry.path)
+            removed.append(Path(entry.path))
+        except OSError:
+            continue
+    return removed
 
 
 class Output:
@@ -24,14 +75,46 @@ class Output:
     def __init__(self, target: Path, select: Callable[[str], bool] | None = None, partial: bool = False):
         self.selects: Callable[[str], bool] = select or (lambda name: True)
         self.partial = partial
-        self.target = target.resolve() if target.exists() else target.absolute()
-        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self.target = self._check_target(target)
+        if not partial and self.target.is_dir() and not (self.target / OWN_FILE).is_file() \
+                and any(self.target.iterdir()):
+            raise OutputError(f"--out {target} is a folder with other files and no {OWN_FILE}: railforge replaces "
+                              "the whole output folder, so give a new or empty folder (nothing was written)")
         self.stage = self.target.parent / f".{self.target.name}.staging-{os.getpid()}"
-        if self.stage.exists():
-            shutil.rmtree(self.stage)
-        self.stage.mkdir()
+        sweep_stale_stages(self.target.parent, self.target.name)
+        try:
+            if self.stage.is_symlink() or self.stage.exists():
+                raise OutputError(f"{self.stage} is in the way of the staging folder; remove it")
+            self.stage.mkdir()
+            (self.stage / STAGE_MARK).touch()
+        except OSError as exc:
+            shutil.rmtree(self.stage, ignore_errors=True)
+            raise OutputError(f"--out {target}: {describe(exc)}") from None
         self.written: list[str] = []
         self._dirs: set[str] = {""}
+
+    @staticmethod
+    def _check_target(target: Path) -> Path:
+        """The output folder as an absolute path, refused (untouched) when it is a link, not a folder, or in
+        a place this user cannot write; missing parents are created."""
+        where = Path(os.path.normpath(target.absolute()))
+        if where == where.parent:
+            raise OutputError(f"--out {target} is the root folder; give a folder for the output (nothing was written)")
+        if where.is_symlink():
+            raise OutputError(f"--out {target} is a symbolic link; give the folder itself (nothing was written)")
+        if where.exists() and not where.is_dir():
+            raise OutputError(f"--out {target} exists and is not a folder; give a folder path (nothing was written)")
+        parent = where.parent
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise OutputError(f"--out {target}: {parent} is not a folder (nothing was written)") from None
+        except OSError as exc:
+            raise OutputError(f"--out {target}: {describe(exc)} (nothing was written)") from None
+        parent = parent.resolve()
+        if not os.access(parent, os.W_OK | os.X_OK) or (where.exists() and not os.access(where, os.W_OK | os.X_OK)):
+            raise OutputError(f"--out {target}: {parent} is not writable by this user (nothing was written)")
+        return parent / where.name
 
     def path(self, rel: str) -> Path:
         parts = PurePosixPath(rel).parts
@@ -57,12 +140,23 @@ class Output:
         if self.partial:
             self._merge()
             return
+        os.unlink(self.stage / STAGE_MARK)
         old = self.target.parent / f".{self.target.name}.old-{os.getpid()}"
+        if self.target.is_symlink() or (self.target.exists() and not self.target.is_dir()):
+            raise OutputError(f"{self.target} changed into something other than a folder during the build; "
+                              "nothing was written")
+        moved = False
         if self.target.exists():
             os.rename(self.target, old)
-        os.rename(self.stage, self.target)
-        if old.exists():
-            shutil.rmtree(old)
+            moved = True
+        try:
+            os.rename(self.stage, self.target)
+        except OSError:
+            if moved:
+                os.rename(old, self.target)
+            raise
+        if moved:
+            shutil.rmtree(old, ignore_errors=True)
 
     def worker(self, select: Callable[[str], bool]) -> Output:
         """An Output for a worker process: the same staging folder, its own list of written files."""
@@ -74,6 +168,8 @@ class Output:
         return clone
 
     def _merge(self) -> None:
+        if self.target.is_symlink() or (self.target.exists() and not self.target.is_dir()):
+            raise OutputError(f"{self.target} is not a folder; nothing was written")
         for rel in self.written:
             dest = self.target / rel
             dest.parent.mkdir(parents=True, exist_ok=True)

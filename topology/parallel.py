@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import signal
 import time
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -31,6 +32,10 @@ class JobResult:
     written: list[str]
     wall_s: float
     cpu_s: float
+
+
+def _leave_sigint_to_parent() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _run(job: Job) -> JobResult:
@@ -67,7 +72,7 @@ def render_parallel(plan: Plan, families: list[Family], output: Output, workers:
     stages: dict[str, dict] = {}
     try:
         ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_leave_sigint_to_parent) as pool:
             futures = [pool.submit(_run, job) for job in jobs_for(families, workers)]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             for fut in futures:

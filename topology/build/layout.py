@@ -156,8 +156,9 @@ def measure(ctx: BuildContext, racks: list[Rack]) -> None:
             raise ctx.fail("cabling.media", f"no media reaches {length} m at {format_speed(link.speed_mbps)} "
                                             f"(cable {link.id}, {link.a.device} to {link.b.device}); the longest "
                                             f"in the catalog reaches {reach} m: add a media rule for this speed")
-        link.length_m = float(length)
+        ordered, part = rule.fitting(length)
+        link.length_m = float(ordered)
         link.media = rule.media
-        link.part = rule.part
+        link.part = part
         link.fibre = rule.fibre
         link.transceivers = 2 if rule.per_end else 0

@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from topology.change.compare import compare as compare_plans
@@ -41,7 +42,7 @@ def _console() -> Console:
 
 
 def _err(msg: str, code: int = 2) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error[/red] {msg}", highlight=False)
+    Console(stderr=True).print(f"[red]error[/red] {escape(str(msg))}", highlight=False, emoji=False)
     return typer.Exit(code)
 
 

@@ -31,6 +31,32 @@ def _ratio(s: TierSummary) -> Fraction:
     return min(Fraction(1), Fraction(s.uplink_gbps, s.downlink_gbps))
 
 
+def ratio_label(s: TierSummary) -> str:
+    """down:up as 'N:1' ('3:1', '1.5:1', '0.24:1'), read from the tier's bandwidths; 'top' for the top tier."""
+    if not s.uplink_gbps:
+        return s.oversubscription
+    r = Fraction(s.downlink_gbps, s.uplink_gbps)
+    return f"{float(r):.2f}".rstrip("0").rstrip(".") + ":1"
+
+
+def cabled_ports(plan: Plan) -> dict[tuple[str, str], tuple[int, int]]:
+    """(fabric, role) -> the most cabled down and up ports on any one switch of that tier, from the links."""
+    role = {d.name: (d.role, d.fabric) for d in plan.devices}
+    down: Counter = Counter()
+    up: Counter = Counter()
+    for link in plan.links:
+        a, b = role[link.a.device][0], role[link.b.device][0]
+        if a != b:
+            down[link.b.device] += 1
+            up[link.a.device] += 1
+    most: dict[tuple[str, str], list[int]] = {}
+    for d in plan.devices:
+        m = most.setdefault((d.fabric, d.role), [0, 0])
+        m[0] = max(m[0], down[d.name])
+        m[1] = max(m[1], up[d.name])
+    return {k: (v[0], v[1]) for k, v in most.items()}
+
+
 def bisection_gbps(plan: Plan) -> tuple[int, Fraction]:
     """Half the compute injection bandwidth times the up/down ratio of every tier below the top."""
     injection = sum(link.speed_mbps for link in plan.links if link.fabric == "compute" and link.tier == "node-leaf")
@@ -114,9 +140,14 @@ def report_markdown(plan: Plan) -> str:
                 f"cables, {bom.fibre_m:,.1f} m of fibre between transceivers, {nic_ports} host NIC ports cabled."]
 
     out += ["", "## Oversubscription and bisection", ""]
-    out += _table(("fabric", "tier", "switches", "down ports", "up ports", "down Gb/s", "up Gb/s", "down:up"),
-                  [(s.fabric, s.role, s.switches, s.downlink_ports, s.uplink_ports, s.downlink_gbps, s.uplink_gbps,
-                    s.oversubscription) for s in c.tier_summaries])
+    cabled = cabled_ports(plan)
+    out += _table(("fabric", "tier", "switches", "down ports (design)", "down ports cabled", "up ports",
+                   "down Gb/s", "up Gb/s", "down:up"),
+                  [(s.fabric, s.role, s.switches, s.downlink_ports, cabled.get((s.fabric, s.role), (0, 0))[0],
+                    s.uplink_ports, s.downlink_gbps, s.uplink_gbps, ratio_label(s)) for s in c.tier_summaries])
+    out += ["", f"Down ports (design) are what each switch of a tier is laid out for at scalable_units.max "
+                f"({c.max_sus} SUs, every slot filled); cabled is the most any one switch of the tier has in this "
+                "build. Gb/s and down:up are for the design."]
     bis, factor = bisection_gbps(plan)
     out += ["", f"Compute bisection bandwidth: {bis:,} Gb/s (half the node injection bandwidth × {factor} from the "
                 f"tiers' up/down ratios; {'non-blocking' if factor == 1 else 'oversubscribed'})."]

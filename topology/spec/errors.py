@@ -12,12 +12,12 @@ class SpecError(Exception):
         super().__init__(self.render())
 
     def render(self) -> str:
-        where = self.field or "<spec>"
-        if self.source and self.line:
-            where = f"{self.source}:{self.line}: {where}"
-        elif self.line:
-            where = f"line {self.line}: {where}"
-        return f"{where}: {self.message}"
+        where = [self.source] if self.source else []
+        if self.line:
+            where = [f"{self.source}:{self.line}"] if self.source else [f"line {self.line}"]
+        if self.field or not where:
+            where.append(self.field or "<spec>")
+        return ": ".join([*where, self.message])
 
 
 class SpecErrors(Exception):

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
 from pydantic import ValidationError
 
+from topology.spec import yamlsafe
 from topology.spec.errors import SpecError, SpecErrors
 from topology.spec.models import ClusterSpec
 
 LineMap = dict[tuple[str | int, ...], int]
+PLAIN_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+/-]*")
 
 
 def _lines(node: yaml.Node, path: tuple[str | int, ...], out: LineMap) -> None:
@@ -27,18 +30,26 @@ def _lines(node: yaml.Node, path: tuple[str | int, ...], out: LineMap) -> None:
 
 
 def read_yaml(path: Path) -> tuple[object, LineMap]:
+    source = str(path)
+    text = ""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SpecErrors([SpecError("", f"cannot read the spec: {exc.strerror}", source=str(path))]) from None
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        text = yamlsafe.read_text(path)
+        data, node = yamlsafe.load(text)
+    except yamlsafe.SpecFileError as exc:
+        raise SpecErrors([SpecError("", exc.message, line=exc.line, source=source)]) from None
+    except yaml.reader.ReaderError as exc:
+        line = text.encode("utf-8", "surrogateescape")[:exc.position].count(b"\n") + 1
+        char = chr(exc.character) if isinstance(exc.character, int) else exc.character
+        raise SpecErrors([SpecError("", f"not valid YAML: the character {char!r} is not allowed ({exc.reason}); "
+                                        "a spec is printable text", line=line, source=source)]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
         problem = getattr(exc, "problem", None) or str(exc)
-        raise SpecErrors([SpecError("", f"not valid YAML: {problem}", line=line, source=str(path))]) from None
+        raise SpecErrors([SpecError("", f"not valid YAML: {problem}", line=line, source=source)]) from None
+    except (RecursionError, MemoryError):
+        raise SpecErrors([SpecError("", "not valid YAML: too deeply nested or too large to read",
+                                    source=source)]) from None
     lines: LineMap = {}
     if node is not None:
         _lines(node, (), lines)
@@ -55,8 +66,20 @@ def _line_for(loc: tuple[str | int, ...], lines: LineMap) -> int | None:
 def dotted(loc: tuple[str | int, ...]) -> str:
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if part == "[key]":
+            out += " (the key)"
+        elif isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            text = part if PLAIN_KEY.fullmatch(part) else shown(part, 40)
+            out += f".{text}" if out else text
     return out
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """A user's value as it is echoed in an error: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _message(err: dict) -> str:
@@ -64,16 +87,16 @@ def _message(err: dict) -> str:
     if kind == "missing":
         return "is required but missing"
     if kind == "extra_forbidden":
-        return f"is not a known field (value {err.get('input')!r}); check the spelling against the README"
+        return f"is not a known field (value {shown(err.get('input'))}); check the spelling against the README"
     if kind == "literal_error":
         expected = err.get("ctx", {}).get("expected", "")
-        return f"{err.get('input')!r} is not valid; expected one of {expected}"
+        return f"{shown(err.get('input'))} is not valid; expected one of {expected}"
     msg = err["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):
             msg = msg[len(prefix):]
-    if kind.startswith(("greater", "less", "int_", "float_", "too_", "string_", "bool")):
-        msg = f"{err.get('input')!r}: {msg.lower()}"
+    if kind.startswith(("greater", "less", "int_", "float_", "too_", "string_", "bool", "finite")):
+        msg = f"{shown(err.get('input'))}: {msg.lower()}"
     return msg
 
 

@@ -7,25 +7,37 @@ from fractions import Fraction
 from typing import Annotated, Literal
 
 import netaddr
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
-IFNAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")
-MODEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
-PCI_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+NAME_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?")
+IFNAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,14}")
+MODEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+PCI_RE = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+MAC_RE = re.compile(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}")
+LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._+/()-]{0,62}[A-Za-z0-9)]?")
+TEXT_MAX = 200
+MAX_SPEED_MBPS = 1_600_000
 ASN_PRIVATE_4B = (4200000000, 4294967294)
 
 
 def parse_speed(value: object) -> int:
-    """'400G' / '400g' / '1G' / 400000 -> Mb/s."""
+    """'400G' / '400g' / '1G' / '100M' -> Mb/s. A bare number has no unit and is refused."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
+        raise ValueError(f"{_shown(value)} has no unit; write it like '{value}G' (gigabit) or '{value}M' (megabit)")
     if isinstance(value, str):
-        m = re.fullmatch(r"\s*(\d+)\s*([GgMm])\s*", value)
+        m = re.fullmatch(r"\s*(\d{1,7})\s*([GgMm])\s*", value)
         if m:
             n = int(m.group(1))
-            return n * 1000 if m.group(2) in "Gg" else n
-    raise ValueError(f"{value!r} is not a link speed; write it like '400G', '200G', '25G' or '1G'")
+            mbps = n * 1000 if m.group(2) in "Gg" else n
+            if 1 <= mbps <= MAX_SPEED_MBPS:
+                return mbps
+    raise ValueError(f"{_shown(value)} is not a link speed; write it like '400G', '200G', '25G' or '1G' "
+                     f"(1M to {MAX_SPEED_MBPS // 1000}G)")
+
+
+def _shown(value: object, limit: int = 48) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def format_speed(mbps: int) -> str:
@@ -34,12 +46,13 @@ def format_speed(mbps: int) -> str:
 
 def parse_ratio(value: object) -> Fraction:
     if isinstance(value, str):
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*:\s*(\d+(?:\.\d+)?)\s*", value)
-        if m:
+        m = re.fullmatch(r"\s*(\d{1,4}(?:\.\d{1,3})?)\s*:\s*(\d{1,4}(?:\.\d{1,3})?)\s*", value)
+        if m and Fraction(m.group(2)) > 0:
             r = Fraction(m.group(1)) / Fraction(m.group(2))
-            if r >= 1:
+            if 1 <= r <= 64:
                 return r
-    raise ValueError(f"{value!r} is not an oversubscription ratio; write it like '1:1', '2:1' or '3:1' (down:up, >= 1)")
+    raise ValueError(f"{_shown(value)} is not an oversubscription ratio; write it like '1:1', '2:1' or '3:1' "
+                     "(down:up, from 1:1 to 64:1)")
 
 
 def parse_prefix(value: object) -> str:
@@ -55,14 +68,54 @@ def parse_prefix(value: object) -> str:
 
 
 def check_model(value: object) -> str:
-    if not isinstance(value, str) or not MODEL_RE.match(value):
-        raise ValueError(f"{value!r} is not a valid model name: letters, digits and '._+-', at most 64, "
+    if not isinstance(value, str) or not MODEL_RE.fullmatch(value):
+        raise ValueError(f"{_shown(value)} is not a valid model name: letters, digits and '._+-', at most 64, "
                          "no '/' or spaces (it becomes part of file names)")
+    return value
+
+
+def check_device_name(value: str) -> str:
+    if not NAME_RE.fullmatch(value):
+        raise ValueError(
+            f"{_shown(value)} is not a valid name: use 1-32 lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit (it becomes part of file and host names)"
+        )
+    return value
+
+
+def check_label(value: str) -> str:
+    if not LABEL_RE.fullmatch(value):
+        raise ValueError(f"{_shown(value)} is not a valid label: 1-64 letters, digits, spaces and '._+/()-', "
+                         "starting with a letter or digit (it is written into the BOM and cabling sheets)")
+    return value
+
+
+def check_text(value: str) -> str:
+    if len(value) > TEXT_MAX or any(not ch.isprintable() for ch in value):
+        raise ValueError(f"{_shown(value)} is not one line of printable text of at most {TEXT_MAX} characters")
+    return value
+
+
+def check_pci(value: str) -> str:
+    if not PCI_RE.fullmatch(value):
+        raise ValueError(f"{_shown(value)} is not a PCI address; write it like '0000:18:00.0'")
+    return value
+
+
+def check_mac(value: str) -> str:
+    if not MAC_RE.fullmatch(value):
+        raise ValueError(f"{_shown(value)} is not a MAC address; write it like '02:00:00:00:00:01'")
     return value
 
 
 Speed = Annotated[int, BeforeValidator(parse_speed)]
 ModelName = Annotated[str, BeforeValidator(check_model)]
+DeviceName = Annotated[str, AfterValidator(check_device_name)]
+Label = Annotated[str, AfterValidator(check_label)]
+Text = Annotated[str, AfterValidator(check_text)]
+PciAddress = Annotated[str, AfterValidator(check_pci)]
+MacAddress = Annotated[str, AfterValidator(check_mac)]
+Metres = Annotated[float, Field(gt=0, le=100_000)]
 Ratio = Annotated[Fraction, BeforeValidator(parse_ratio)]
 Prefix = Annotated[str, BeforeValidator(parse_prefix)]
 
@@ -71,7 +124,7 @@ OOB_VLAN = 100  # not 1: SONiC's models allow Vlan2..Vlan4094
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True, allow_inf_nan=False)
 
 
 class CatalogMode(Strict):
@@ -82,62 +135,63 @@ class CatalogMode(Strict):
 class CatalogGroup(Strict):
     cages: int = Field(ge=1, le=512)
     lanes: int = Field(ge=1, le=8)
-    modes: list[CatalogMode] = Field(min_length=1)
+    modes: list[CatalogMode] = Field(min_length=1, max_length=8)
 
 
 class SonicPlatformRef(Strict):
-    platform: str
-    hwsku: str
+    platform: ModelName
+    hwsku: ModelName
 
 
 class CatalogSwitch(Strict):
-    vendor: str
-    description: str = ""
+    vendor: Label
+    description: Text = ""
     kind: Literal["ethernet", "infiniband"]
     height_u: int = Field(ge=1, le=8)
-    nos: list[Literal["sonic", "cumulus", "mlnx-os"]] = Field(min_length=1)
-    groups: list[CatalogGroup] = Field(min_length=1)
+    nos: list[Literal["sonic", "cumulus", "mlnx-os"]] = Field(min_length=1, max_length=3)
+    groups: list[CatalogGroup] = Field(min_length=1, max_length=16)
     sonic: SonicPlatformRef | None = None
 
 
 class MediaRule(Strict):
-    media: str
-    max_m: float = Field(gt=0)
-    part: str | None = None
+    media: Label
+    max_m: Metres
+    part: ModelName | None = None
+    parts: dict[Metres, ModelName] = Field(default_factory=dict, max_length=64)
     per_end: bool = False
-    fibre: str | None = None
+    fibre: Label | None = None
+
+    def fitting(self, length_m: float) -> tuple[float, str | None]:
+        """(length to order, part number): the shortest part of `parts` that reaches `length_m`, else `part`."""
+        fits = [m for m in self.parts if m >= length_m - 1e-9]
+        if not fits:
+            return length_m, self.part
+        m = min(fits)
+        return m, self.parts[m]
 
 
 class Catalog(Strict):
     switches: dict[ModelName, CatalogSwitch] = Field(default_factory=dict)
-    media: dict[str, list[MediaRule]] = Field(default_factory=dict)
-    orderable_lengths_m: list[float] = Field(default_factory=list)
+    media: dict[Label, list[MediaRule]] = Field(default_factory=dict)
+    orderable_lengths_m: list[Metres] = Field(default_factory=list, max_length=256)
 
 
 class NicGroup(Strict):
     ports: int = Field(ge=1, le=16)
     speed: Speed
-    ifnames: list[str] | None = None
-    hcas: list[str] | None = None
-    pci: list[str] | None = None
-    macs: list[str] | None = None
+    ifnames: list[str] | None = Field(None, max_length=16)
+    hcas: list[str] | None = Field(None, max_length=16)
+    pci: list[PciAddress] | None = Field(None, max_length=16)
+    macs: list[MacAddress] | None = Field(None, max_length=16)
 
     @field_validator("ifnames", "hcas")
     @classmethod
     def _names(cls, v: list[str] | None) -> list[str] | None:
         for name in v or []:
-            if not IFNAME_RE.match(name):
+            if not IFNAME_RE.fullmatch(name):
                 raise ValueError(f"{name!r} is not a valid interface name (letters, digits, '_.-', at most 15)")
         if v is not None and len(set(v)) != len(v):
             raise ValueError("names must be unique")
-        return v
-
-    @field_validator("pci")
-    @classmethod
-    def _pci(cls, v: list[str] | None) -> list[str] | None:
-        for addr in v or []:
-            if not PCI_RE.match(addr):
-                raise ValueError(f"{addr!r} is not a PCI address; write it like '0000:18:00.0'")
         return v
 
     @model_validator(mode="after")
@@ -167,24 +221,19 @@ class NodeProfile(Strict):
 
 
 class ReservedSlot(Strict):
-    name: str
+    name: DeviceName
     role: Literal["ufm"] = "ufm"
     model: ModelName = "UFM-3.0"
-    su: int = Field(ge=1)
-    slot: int = Field(ge=1)
+    su: int = Field(ge=1, le=4096)
+    slot: int = Field(ge=1, le=512)
     compute_ports: int = Field(ge=1, le=16)
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        return _device_name(v)
 
 
 class ScalableUnits(Strict):
     count: int = Field(ge=1, le=4096)
     max: int | None = Field(None, ge=1, le=4096)
     nodes_per_su: int = Field(ge=1, le=512)
-    reserved_slots: list[ReservedSlot] = Field(default_factory=list)
+    reserved_slots: list[ReservedSlot] = Field(default_factory=list, max_length=4096)
 
     @property
     def design_max(self) -> int:
@@ -205,7 +254,7 @@ class ComputeFabric(Strict):
     superspine: SwitchChoice | None = None
     oversubscription: dict[Literal["leaf", "spine"], Ratio] = Field(default_factory=dict)
     uplinks: Literal["numbered", "unnumbered"] = "numbered"
-    sus_per_pod: int | None = Field(None, ge=1)
+    sus_per_pod: int | None = Field(None, ge=1, le=4096)
 
 
 class StorageFabric(Strict):
@@ -215,9 +264,16 @@ class StorageFabric(Strict):
     attach: Literal["mlag", "evpn-mh", "single"] = "mlag"
     uplink_speed: Speed | None = None
     oversubscription: Ratio = Fraction(1)
-    nodes_per_leaf: int | None = Field(None, ge=1)
+    nodes_per_leaf: int | None = Field(None, ge=1, le=512)
     storage_vlan: int | None = Field(None, ge=2, le=4094)
     uplinks: Literal["numbered", "unnumbered"] = "unnumbered"
+
+
+def check_oob_vlan(v: int) -> int:
+    if not 2 <= v <= 4094:
+        raise ValueError(f"VLAN {v} is outside 2..4094 (1 is the default VLAN, which SONiC's models reject; "
+                         "4095 is reserved)")
+    return v
 
 
 class OobFabric(Strict):
@@ -225,15 +281,7 @@ class OobFabric(Strict):
     leaf: SwitchChoice
     spine: SwitchChoice
     uplinks_per_leaf: int = Field(2, ge=1, le=8)
-    vlan: int = OOB_VLAN
-
-    @field_validator("vlan")
-    @classmethod
-    def _vlan(cls, v: int) -> int:
-        if not 2 <= v <= 4094:
-            raise ValueError(f"VLAN {v} is outside 2..4094 (1 is the default VLAN, which SONiC's models reject; "
-                             "4095 is reserved)")
-        return v
+    vlan: Annotated[int, AfterValidator(check_oob_vlan)] = OOB_VLAN
 
 
 class Management(Strict):
@@ -245,11 +293,11 @@ class Management(Strict):
 class Layout(Strict):
     nodes_per_rack: int = Field(4, ge=1, le=64)
     rack_height_u: int = Field(48, ge=20, le=60)
-    rack_width_m: float = Field(0.6, gt=0)
-    row_pitch_m: float = Field(3.0, gt=0)
+    rack_width_m: float = Field(0.6, gt=0, le=5)
+    row_pitch_m: float = Field(3.0, gt=0, le=100)
     rows_per_column: int = Field(16, ge=1, le=1024)
-    column_gap_m: float = Field(3.0, ge=0)
-    slack_m: float = Field(1.5, ge=0)
+    column_gap_m: float = Field(3.0, ge=0, le=1000)
+    slack_m: float = Field(1.5, ge=0, le=100)
     network_rack_position: Literal["middle", "end"] = "middle"
 
 
@@ -285,8 +333,8 @@ class Qos(Strict):
     roce_dscp: int = Field(26, ge=0, le=63)
     cnp_dscp: int = Field(48, ge=0, le=63)
     cnp_priority: int = Field(6, ge=0, le=7)
-    ecn_min_threshold_bytes: int = Field(153600, ge=1)
-    ecn_max_threshold_bytes: int = Field(1536000, ge=1)
+    ecn_min_threshold_bytes: int = Field(153600, ge=1, le=1 << 30)
+    ecn_max_threshold_bytes: int = Field(1536000, ge=1, le=1 << 30)
     ecn_probability: int = Field(100, ge=1, le=100)
     host_mtu: int = Field(9000, ge=1500, le=9216)
     switch_mtu: int = Field(9216, ge=1500, le=9216)
@@ -305,25 +353,20 @@ class Qos(Strict):
 
 
 class Cabling(Strict):
-    media: dict[str, list[MediaRule]] = Field(default_factory=dict)
+    media: dict[Label, list[MediaRule]] = Field(default_factory=dict)
 
 
 class Reliability(Strict):
-    optics_mtbf_hours: float = Field(10_000_000, gt=0)
+    optics_mtbf_hours: float = Field(10_000_000, gt=0, le=1e12)
     gpu_monthly_availability: float = Field(0.999, gt=0, lt=1)
-    job_gpus: list[int] = Field(default_factory=lambda: [1000])
+    job_gpus: list[Annotated[int, Field(ge=1, le=10_000_000)]] = Field(default_factory=lambda: [1000], max_length=32)
 
 
 class Tenant(Strict):
-    name: str
+    name: DeviceName
     pkey: int = Field(ge=1, le=0x7FFE)
-    sus: list[int] = Field(default_factory=list)
-    nodes: list[str] = Field(default_factory=list)
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        return _device_name(v)
+    sus: list[Annotated[int, Field(ge=1, le=999)]] = Field(default_factory=list, max_length=999)
+    nodes: list[DeviceName] = Field(default_factory=list, max_length=100_000)
 
 
 CUMULUS_RELEASES = ("5.11", "5.12", "5.13", "5.14", "5.15", "5.16", "5.17", "5.18")
@@ -345,8 +388,8 @@ class NosRelease(Strict):
 
 
 class ClusterSpec(Strict):
-    name: str
-    description: str = ""
+    name: DeviceName
+    description: Text = ""
     node: NodeProfile
     scalable_units: ScalableUnits
     compute: ComputeFabric
@@ -358,20 +401,6 @@ class ClusterSpec(Strict):
     qos: Qos = Field(default_factory=Qos)
     cabling: Cabling = Field(default_factory=Cabling)
     reliability: Reliability = Field(default_factory=Reliability)
-    tenants: list[Tenant] = Field(default_factory=list)
+    tenants: list[Tenant] = Field(default_factory=list, max_length=4096)
     nos_release: NosRelease = Field(default_factory=NosRelease)
     catalog: Catalog = Field(default_factory=Catalog)
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        return _device_name(v)
-
-
-def _device_name(v: str) -> str:
-    if not NAME_RE.match(v):
-        raise ValueError(
-            f"{v!r} is not a valid name: use 1-32 lowercase letters, digits and '-', "
-            "starting and ending with a letter or digit (it becomes part of file and host names)"
-        )
-    return v

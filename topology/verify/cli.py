@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from topology.plan import Link
@@ -59,13 +60,13 @@ def cabling(
             runs.append(("ibnetdiscover", links, parse_ibnetdiscover(ibnetdiscover.read_text(), plan,
                                                                       str(ibnetdiscover))))
     except (MissingBuild, LldpFormatError, IbnetFormatError, OSError) as exc:
-        err.print(f"[red]error[/red] {exc}")
+        err.print(f"[red]error[/red] {escape(str(exc))}", highlight=False, emoji=False)
         raise typer.Exit(2) from None
     ok = True
     for source, links, obs in runs:
         report = compare(links, obs, check_speed=speed, partial=partial)
         for u in report.unresolved:
-            err.print(f"[yellow]note[/yellow] {u}", highlight=False)
+            err.print(f"[yellow]note[/yellow] {escape(str(u))}", highlight=False, emoji=False)
         if report.findings:
             console.print(report_table(report, f"{plan.cluster.name}: cabling mismatches ({source})"))
         console.print(f"{source}: {len(obs.devices)} devices observed, {report.checked} planned cables in view, "

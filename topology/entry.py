@@ -1,0 +1,41 @@
+"""The `railforge` command's entry point: Ctrl-C at any moment (start-up included) ends it with one line and
+status 130, and an unexpected failure with one line and status 70 (RAILFORGE_DEBUG=1 shows the traceback)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+
+class Interrupted(BaseException):
+    """Raised by SIGINT instead of KeyboardInterrupt, so that no layer turns it into a traceback or 'Aborted!'."""
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    raise Interrupted
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        from topology.cli import app
+
+        app()
+    except Interrupted:
+        _last_words("railforge: interrupted")
+        os._exit(130)
+    except Exception as exc:
+        if os.environ.get("RAILFORGE_DEBUG"):
+            raise
+        _last_words(f"railforge: internal error: {type(exc).__name__}: {exc}; please report it "
+                    "(RAILFORGE_DEBUG=1 shows the traceback)")
+        sys.exit(70)
+
+
+def _last_words(line: str) -> None:
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
