@@ -51,25 +51,28 @@ def _peer_key(plan_ports: dict[tuple[str, str], str | None], link: Link, me: str
 
 
 def bgp_sessions(state: LabState, topo: LabTopology, device: str) -> dict[str, str]:
+    """Neighbour -> state, with the neighbour's AS when Established (`Established AS4200000001`)."""
     raw = daemons.vtysh_json(state, device, "show bgp summary json")
     out: dict[str, str] = {}
     for af in raw.values():
         if isinstance(af, dict):
             for peer, info in af.get("peers", {}).items():
-                out[peer] = info.get("state", "?")
+                st = info.get("state", "?")
+                out[peer] = f"{st} AS{info.get('remoteAs')}" if st == "Established" else st
     return out
 
 
 def bgp_rows(state: LabState, topo: LabTopology, plan_ports: dict[tuple[str, str], str | None]) -> list[Row]:
     rows = []
     for sw in topo.switches:
-        want = {_peer_key(plan_ports, link, sw.name) for link in topo.links
-                if link.tier == "leaf-spine" and sw.name in (link.a.device, link.b.device)}
+        asn = {d.name: d.asn for d in topo.switches}
+        want = {_peer_key(plan_ports, link, sw.name): asn[link.b.device if link.a.device == sw.name else link.a.device]
+                for link in topo.fabric_links() if sw.name in (link.a.device, link.b.device)}
         have = bgp_sessions(state, topo, sw.name)
-        up = {p for p in want if have.get(p) == "Established"}
-        down = sorted(want - up)
+        up = {p for p, remote in want.items() if have.get(p) == f"Established AS{remote}"}
+        down = sorted(set(want) - up)
         missing = ", ".join(f"{p}={have.get(p, 'absent')}" for p in down[:4])
-        rows.append(Row("bgp", sw.name, f"{len(want)} Established",
+        rows.append(Row("bgp", sw.name, f"{len(want)} Established with the planned AS",
                         f"{len(up)} Established" + (f"; not: {missing}" if down else ""), not down))
     return rows
 
@@ -78,28 +81,52 @@ def port_addresses(plan: Plan) -> dict[tuple[str, str], str | None]:
     return {(d.name, p.name): p.address for d in plan.devices for p in d.ports}
 
 
+def _adjacency(topo: LabTopology, dead: set[str]) -> dict[str, list[tuple[str, str]]]:
+    """Switch -> (local port, far switch) for every live fabric cable."""
+    adj: dict[str, list[tuple[str, str]]] = {sw.name: [] for sw in topo.switches}
+    for link in topo.fabric_links():
+        if link.id not in dead:
+            adj[link.a.device].append((link.a.port, link.b.device))
+            adj[link.b.device].append((link.b.port, link.a.device))
+    return adj
+
+
+def bgp_next_hops(topo: LabTopology, adj: dict[str, list[tuple[str, str]]], origin: str) -> dict[str, set[str]]:
+    """What eBGP with `as-path multipath-relax` installs for a prefix of leaf `origin`: on every switch, the
+    ports towards the neighbours whose advertised AS path is shortest and does not hold the switch's own
+    ASN (spines of a group share one ASN, super-spines another: RFC 7938 loop prevention)."""
+    asn = {sw.name: sw.asn for sw in topo.switches}
+    advertised: dict[str, tuple] = {origin: (asn[origin],)}
+    out: dict[str, set[str]] = {}
+    while True:
+        round_ = {}
+        for sw in sorted(adj):
+            if sw in advertised:
+                continue
+            offers = [(len(advertised[far]), advertised[far], port) for port, far in adj[sw]
+                      if far in advertised and asn[sw] not in advertised[far]]
+            if offers:
+                best = min(o[0] for o in offers)
+                out[sw] = {port for length, _, port in offers if length == best}
+                round_[sw] = (asn[sw], *min(path for length, path, _ in offers if length == best))
+        if not round_:
+            break
+        advertised |= round_
+    return out
+
+
 def expected_fib(topo: LabTopology, dead: set[str]) -> Fib:
     """Per switch, per other leaf's host subnet: the local ports whose path still reaches that leaf.
     `dead` holds failed cable ids."""
-    alive = [link for link in topo.links if link.tier == "leaf-spine" and link.id not in dead]
-    ends = [(link.a.device, link.a.port, link.b.device) for link in alive]
-    ends += [(link.b.device, link.b.port, link.a.device) for link in alive]
-    out: Fib = {}
-    leaves = topo.leaves()
-    spines = {s.name for s in topo.spines()}
-    for sw in topo.switches:
-        table: dict[str, set[str]] = {}
-        for leaf in leaves:
-            if leaf.name == sw.name:
+    adj = _adjacency(topo, dead)
+    out: Fib = {sw.name: {} for sw in topo.switches}
+    for leaf in topo.leaves():
+        hops = bgp_next_hops(topo, adj, leaf.name)
+        for sw in topo.switches:
+            if sw.name == leaf.name:
                 continue
-            if sw.name in spines:
-                ports = {p for d, p, far in ends if d == sw.name and far == leaf.name}
-            else:
-                reach = {d for d, _, far in ends if d in spines and far == leaf.name}
-                ports = {p for d, p, far in ends if d == sw.name and far in reach}
             for hs in leaf.host_subnets:
-                table[str(ip_interface(hs.prefix).network)] = ports
-        out[sw.name] = table
+                out[sw.name][str(ip_interface(hs.prefix).network)] = hops.get(sw.name, set())
     return out
 
 
@@ -161,18 +188,24 @@ def fib_rows(fibs: FabricFib, want: Fib) -> list[Row]:
     return rows
 
 
-def ping_pairs(topo: LabTopology) -> list[tuple[str, str, str, str, int]]:
-    """(host a, source address, host b, target address, rail) for every rail, hosts in different SUs."""
+def ping_pairs(topo: LabTopology) -> list[tuple[str, str, str, str, str]]:
+    """(host a, source address, host b, target address, rails) for every rail, hosts in different SUs;
+    in 3 tiers also from each rail to the next one (across rail planes or pods)."""
     pairs = []
     for i, a in enumerate(topo.hosts):
         for b in topo.hosts[i + 1:]:
             if a.su == b.su:
                 continue
-            rails_b = {r.rail: r for r in b.rails}
+            rails_b = {r.rail: r for r in b.rails if r.ifname in topo.ports_of(b.name)}
             for ra in a.rails:
-                rb = rails_b.get(ra.rail)
-                if rb and ra.ifname in topo.ports_of(a.name) and rb.ifname in topo.ports_of(b.name):
-                    pairs.append((a.name, ra.address.split("/")[0], b.name, rb.address.split("/")[0], ra.rail))
+                if ra.ifname not in topo.ports_of(a.name):
+                    continue
+                targets = [ra.rail] + ([(ra.rail + 1) % len(a.rails)] if topo.tiers == 3 else [])
+                for k in dict.fromkeys(targets):
+                    if k in rails_b:
+                        label = f"rail{ra.rail}" if k == ra.rail else f"rail{ra.rail}->rail{k}"
+                        pairs.append((a.name, ra.address.split("/")[0], b.name, rails_b[k].address.split("/")[0],
+                                      label))
     return pairs
 
 
@@ -186,7 +219,68 @@ def ping_rows(topo: LabTopology, parallel: int = PING_PARALLEL) -> list[Row]:
                  for a, src, _, dst, _ in chunk]
         for (a, src, b, dst, rail), proc in zip(chunk, procs, strict=True):
             ok = proc.wait(timeout=30) == 0
-            rows.append(Row("ping", f"{a} -> {b} rail{rail}", f"{src} -> {dst}", "reply" if ok else "no reply", ok))
+            rows.append(Row("ping", f"{a} -> {b} {rail}", f"{src} -> {dst}", "reply" if ok else "no reply", ok))
+    return rows
+
+
+def _far_ends(topo: LabTopology) -> dict[tuple[str, str], str]:
+    out = {}
+    for link in topo.fabric_links():
+        out[(link.a.device, link.a.port)] = link.b.device
+        out[(link.b.device, link.b.port)] = link.a.device
+    return out
+
+
+def fib_paths(fibs: FabricFib, topo: LabTopology, src: str, dst: str, prefix: str) -> list[tuple[str, ...]]:
+    """Every switch path the kernel FIBs give from leaf `src` to leaf `dst`'s subnet, hop by hop over all ECMP
+    members; a path that ends anywhere but `dst` (no route, a loop) is returned as it stands."""
+    far = _far_ends(topo)
+    tables = {sw.name: fibs.bgp_routes(sw.name) for sw in topo.switches}
+    paths: list[tuple[str, ...]] = []
+
+    def walk(path: tuple[str, ...]) -> None:
+        here = path[-1]
+        nexts = sorted({far[(here, port)] for port in tables[here].get(prefix, set()) if (here, port) in far})
+        if here == dst or not nexts or len(path) > 8:
+            paths.append(path)
+            return
+        for n in nexts:
+            if n in path:
+                paths.append((*path, n))
+            else:
+                walk((*path, n))
+    walk((src,))
+    return paths
+
+
+def path_rows(fibs: FabricFib, topo: LabTopology) -> list[Row]:
+    """3 tiers: leaf to leaf of the same spine group (rail plane or pod) in another SU stays inside the group;
+    leaf to a leaf of another group crosses a super-spine. Judged by walking the kernel FIBs hop by hop."""
+    if topo.tiers != 3:
+        return []
+    role = {sw.name: sw for sw in topo.switches}
+    leaves = topo.leaves()
+    first_su = min(lf.su for lf in leaves)
+    rows = []
+    for a in (lf for lf in leaves if lf.su == first_su):
+        for b in leaves:
+            if b.su == a.su or (b.group != a.group and b.rail != (a.rail + 1) % len({x.rail for x in leaves})):
+                continue
+            prefix = str(ip_interface(b.host_subnets[0].prefix).network)
+            paths = fib_paths(fibs, topo, a.name, b.name, prefix)
+            complete = bool(paths) and all(p[-1] == b.name for p in paths)
+            middle = sorted({d for p in paths for d in p[1:-1]})
+            supers = [d for d in middle if role[d].role == "superspine"]
+            if b.group == a.group:
+                ok = complete and all(role[d].role == "spine" and role[d].group == a.group for d in middle)
+                rows.append(Row("plane", f"{a.name} -> {b.name}", f"inside {a.group}: its spines, no super-spine",
+                                f"{len(paths)} paths via {', '.join(middle) or '-'}" + ("" if complete else "; broken"),
+                                ok))
+            else:
+                ok = complete and all(any(role[d].role == "superspine" for d in p) for p in paths)
+                rows.append(Row("super-spine", f"{a.name} -> {b.name}", "every path up through a super-spine",
+                                f"{len(paths)} paths via {len(supers)} super-spines ({', '.join(supers[:4])})"
+                                + ("" if complete else "; broken"), ok))
     return rows
 
 
