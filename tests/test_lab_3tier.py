@@ -158,7 +158,7 @@ def _pod_conf(running: Path, tmp: Path, nodes: list[str]) -> Path:
     (inventory / "nodes").mkdir()
     for su in ("su001", "su002"):
         shutil.copyfile(running / "ansible" / "nodes" / f"{su}.yml", inventory / "nodes" / f"{su}.yml")
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory / "nodes"),
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
                            str(play), "-e", f"ansible_python_interpreter={sys.executable}"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:]
