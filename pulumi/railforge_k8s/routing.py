@@ -112,7 +112,8 @@ def plan_attachments(plan: PlanInput, mode: str, mtu: int) -> list[AttachmentSpe
     per_rail = {rail: plan.networks_of(rail) for rail in plan.rails}
     if mode == "routed":
         _check_routed(plan, per_rail)
-        return [AttachmentSpec(f"{rail.ifname}-{ROUTED_SUFFIX}", rail, nets[0], None) for rail, nets in per_rail.items()]
+        return [AttachmentSpec(f"{rail.ifname}-{ROUTED_SUFFIX}", rail, nets[0], None)
+                for rail, nets in per_rail.items()]
     if mode == "macvlan":
         _refuse_macvlan(plan, per_rail)
     elif mode == "ipoib":

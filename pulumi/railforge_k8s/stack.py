@@ -58,7 +58,8 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
     if specs:
         depends: list[pulumi.Resource] = [policy.policy]
         if mode != "routed":  # routed pods use host-local IPAM in each node's own range (the rails role)
-            result.whereabouts = Whereabouts("whereabouts", WhereaboutsArgs(config.versions, image_pull_secrets=secrets))
+            result.whereabouts = Whereabouts("whereabouts",
+                                             WhereaboutsArgs(config.versions, image_pull_secrets=secrets))
             depends.append(result.whereabouts.daemonset)
         result.attachments = RailAttachments(
             "rail-attachments",
