@@ -178,7 +178,7 @@ def frr_config(startup: list | dict, where: str = "startup.yaml") -> FrrConfig:
 
 def frr_conf_text(startup_yaml: Path) -> str:
     try:
-        doc = yaml.safe_load(startup_yaml.read_text())
+        doc = yaml.load(startup_yaml.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         return TEMPLATES.get_template("frr-from-nvue.conf.j2").render(c=frr_config(doc, str(startup_yaml)))
     except (KeyError, TypeError, AttributeError, yaml.YAMLError) as exc:
         raise NvueError(f"{startup_yaml}: not an NVUE startup.yaml the lab can read ({exc})") from None
