@@ -191,6 +191,14 @@ def test_routed_pods_get_planned_addresses_and_reach_each_other(running: Path, p
         rules = subprocess.run(["ip", "-n", pods[a.name], "rule"], capture_output=True, text=True).stdout
         assert all(f"from {r.pod_first} lookup" in rules for r in a.rails), rules
         node, conflist, pod, ifname = added[0]
+        rail0 = nodes[node].rails[0]
+        size = int(ip_address(rail0.pod_last)) - int(ip_address(rail0.pod_first)) + 1
+        for extra in range(1, size):  # the rest of this node's rail-0 range, then one too many
+            cni.add(f"{PREFIX}{node}", conflist, pod, f"x{extra}", f"{pod}-{extra}")
+            added.append((node, conflist, pod, f"x{extra}"))
+        with pytest.raises(cni.CniError, match=f"no IP addresses available in range set: "
+                                                f"{rail0.pod_first}-{rail0.pod_last}"):
+            cni.add(f"{PREFIX}{node}", conflist, pod, f"x{size}", f"{pod}-{size}")
         state = conf / node / "ipam" / conflist["name"]
         first = nodes[node].rails[0].pod_first
         assert (state / first).exists()
@@ -199,7 +207,8 @@ def test_routed_pods_get_planned_addresses_and_reach_each_other(running: Path, p
         assert not (state / first).exists()  # DEL freed the address
     finally:
         for node, conflist, pod, ifname in added:
+            container = pod if ifname.startswith("net") else f"{pod}-{ifname[1:]}"
             with contextlib.suppress(cni.CniError):
-                cni.delete(f"{PREFIX}{node}", conflist, pod, ifname, pod)
+                cni.delete(f"{PREFIX}{node}", conflist, pod, ifname, container)
         for pod in pods.values():
             subprocess.run(["ip", "netns", "delete", pod], check=False)
