@@ -212,3 +212,20 @@ def test_routed_pods_get_planned_addresses_and_reach_each_other(running: Path, p
                 cni.delete(f"{PREFIX}{node}", conflist, pod, ifname, container)
         for pod in pods.values():
             subprocess.run(["ip", "netns", "delete", pod], check=False)
+
+
+def test_clos_pods_meet_only_through_super_spines() -> None:
+    from topology.build import build_plan
+    from topology.spec.loader import load_spec
+
+    path = ROOT / "tests" / "specs" / "tiny-clos.yaml"
+    spec, lines = load_spec(path)
+    plan = build_plan(spec, lines, str(path))
+    topo = lab_topology(plan, sus="1,2", prefix=PREFIX)
+    assert {lf.group for lf in topo.leaves()} == {"pod01", "pod02"} and len(topo.superspines()) == 2
+    full = expected_fib(topo, set())
+    far = next(str(ip_interface(lf.host_subnets[0].prefix).network) for lf in topo.leaves() if lf.group == "pod02")
+    up = {lk.b.port if lk.b.device == "pod01-spine01" else lk.a.port for lk in topo.links
+          if lk.tier == "spine-superspine" and "pod01-spine01" in (lk.a.device, lk.b.device)}
+    assert full["pod01-spine01"][far] == up and up  # a pod spine reaches the other pod only upwards
+    assert full["su001-leaf-r0"][far] == {lk.a.port for lk in topo.uplinks("su001-leaf-r0")}

@@ -254,8 +254,9 @@ def fib_paths(fibs: FabricFib, topo: LabTopology, src: str, dst: str, prefix: st
 
 
 def path_rows(fibs: FabricFib, topo: LabTopology) -> list[Row]:
-    """3 tiers: leaf to leaf of the same spine group (rail plane or pod) in another SU stays inside the group;
-    leaf to a leaf of another group crosses a super-spine. Judged by walking the kernel FIBs hop by hop."""
+    """3 tiers, from each leaf of the first SU to the same and the next rail's leaves of other SUs: a leaf of
+    the same spine group (rail plane or clos pod) is reached inside the group; a leaf of another group only
+    through a super-spine. Judged by walking the kernel FIBs hop by hop."""
     if topo.tiers != 3:
         return []
     role = {sw.name: sw for sw in topo.switches}
@@ -264,7 +265,7 @@ def path_rows(fibs: FabricFib, topo: LabTopology) -> list[Row]:
     rows = []
     for a in (lf for lf in leaves if lf.su == first_su):
         for b in leaves:
-            if b.su == a.su or (b.group != a.group and b.rail != (a.rail + 1) % len({x.rail for x in leaves})):
+            if b.su == a.su or b.rail not in (a.rail, (a.rail + 1) % len({x.rail for x in leaves})):
                 continue
             prefix = str(ip_interface(b.host_subnets[0].prefix).network)
             paths = fib_paths(fibs, topo, a.name, b.name, prefix)
