@@ -66,6 +66,8 @@ class RailInterface:
     leaf: str
     leaf_port: str
     cable: str
+    pod_first: str | None = None  # this node's own pod (RDMA) addresses on this rail, inside the rail subnet
+    pod_last: str | None = None
 
 
 @dataclass(slots=True)

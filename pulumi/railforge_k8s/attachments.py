@@ -33,7 +33,7 @@ class RailAttachments(pulumi.ComponentResource):
                     "namespace": args.namespace,
                     "annotations": {RESOURCE_ANNOTATION: f"rdma/{spec.rail.resource_name}"},
                 },
-                spec={"config": spec.config_json},
+                spec={} if spec.config_json is None else {"config": spec.config_json},
                 opts=child_options(self, opts),
             )
             for spec in args.specs

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from .versions import Versions, versions_from_config
 
-RDMA_MODES = ("macvlan", "ipoib", "host")
+RDMA_MODES = ("macvlan", "ipoib", "host", "routed")
 KNOWN_KEYS = (
     "plan",
     "rdmaMode",
@@ -52,8 +52,8 @@ class StackConfig:
     def mode_for(self, fabric: str) -> str:
         """The RDMA mode: as configured, else macvlan on RoCE and ipoib on InfiniBand."""
         mode = self.rdma_mode or ("ipoib" if fabric == "infiniband" else "macvlan")
-        if mode == "macvlan" and fabric != "roce":
-            raise ConfigError(f"rdmaMode macvlan needs a RoCE fabric; this plan's fabric is {fabric}")
+        if mode in ("macvlan", "routed") and fabric != "roce":
+            raise ConfigError(f"rdmaMode {mode} needs a RoCE fabric; this plan's fabric is {fabric}")
         if mode == "ipoib" and fabric != "infiniband":
             raise ConfigError(f"rdmaMode ipoib needs an InfiniBand fabric; this plan's fabric is {fabric}")
         return mode

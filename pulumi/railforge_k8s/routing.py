@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from .plan_input import PlanInput, PodNetwork, Rail
 
 CNI_VERSION = "0.3.1"
+ROUTED_SUFFIX = "routed"  # the rails role names its node-local networks <rail ifname>-routed (rails_pod_network_suffix)
 
 
 class RoutabilityError(ValueError):
@@ -22,11 +23,11 @@ class AttachmentSpec:
     name: str
     rail: Rail
     network: PodNetwork
-    cni_config: dict
+    cni_config: dict | None  # None: Multus loads the node-local file whose network name is `name`
 
     @property
-    def config_json(self) -> str:
-        return json.dumps(self.cni_config, sort_keys=True, separators=(",", ":"))
+    def config_json(self) -> str | None:
+        return None if self.cni_config is None else json.dumps(self.cni_config, sort_keys=True, separators=(",", ":"))
 
 
 def _ipam(net: PodNetwork, name: str) -> dict:
@@ -92,11 +93,27 @@ def _check_ipoib(plan: PlanInput, per_rail: dict[Rail, list[PodNetwork]]) -> Non
             )
 
 
+def _check_routed(plan: PlanInput, per_rail: dict[Rail, list[PodNetwork]]) -> None:
+    for rail, nets in per_rail.items():
+        bad = [n for n in nets if n.scope != "leaf" or not n.gateway]
+        if not nets or bad:
+            raise RoutabilityError(
+                f"rdmaMode routed for cluster {plan.cluster}: rail {rail.index} ({rail.ifname}) needs a pod range "
+                f"with a gateway in every leaf subnet, the plan has {len(nets)} pod networks"
+                f"{' (' + ', '.join(f'{n.subnet}/{n.scope}' for n in bad[:3]) + ')' if bad else ''}. Routed pods "
+                "need a RoCE plan with addressing.pod_addresses_per_node of at least 1; else use rdmaMode: host."
+            )
+
+
 def plan_attachments(plan: PlanInput, mode: str, mtu: int) -> list[AttachmentSpec]:
     """One attachment per rail, or none in host mode; raises RoutabilityError before anything is created."""
     if mode == "host":
         return []
     per_rail = {rail: plan.networks_of(rail) for rail in plan.rails}
+    if mode == "routed":
+        _check_routed(plan, per_rail)
+        return [AttachmentSpec(f"{rail.ifname}-{ROUTED_SUFFIX}", rail, nets[0], None)
+                for rail, nets in per_rail.items()]
     if mode == "macvlan":
         _refuse_macvlan(plan, per_rail)
     elif mode == "ipoib":

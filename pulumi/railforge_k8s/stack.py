@@ -56,11 +56,15 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
     result = Deployment(mode=mode, network_operator=operator, nic_cluster_policy=policy)
     result.rdma_resources = policy.resource_names
     if specs:
-        result.whereabouts = Whereabouts("whereabouts", WhereaboutsArgs(config.versions, image_pull_secrets=secrets))
+        depends: list[pulumi.Resource] = [policy.policy]
+        if mode != "routed":  # routed pods use host-local IPAM in each node's own range (the rails role)
+            result.whereabouts = Whereabouts("whereabouts",
+                                             WhereaboutsArgs(config.versions, image_pull_secrets=secrets))
+            depends.append(result.whereabouts.daemonset)
         result.attachments = RailAttachments(
             "rail-attachments",
             RailAttachmentsArgs(config.workload_namespace, tuple(specs)),
-            pulumi.ResourceOptions(depends_on=[policy.policy, result.whereabouts.daemonset]),
+            pulumi.ResourceOptions(depends_on=depends),
         )
     if config.gpu_operator:
         result.gpu_operator = GpuOperator(

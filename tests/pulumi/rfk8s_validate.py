@@ -251,8 +251,8 @@ def validate_registration(typ: str, custom: bool, inputs: dict) -> None:
     elif typ.startswith("kubernetes:") and custom:
         check_type_token(typ, inputs)
         validate_object(inputs)
-        if inputs.get("kind") == "NetworkAttachmentDefinition":
-            validate_cni_config(inputs["spec"]["config"])
+        if inputs.get("kind") == "NetworkAttachmentDefinition" and "config" in inputs["spec"]:
+            validate_cni_config(inputs["spec"]["config"])  # without one, Multus reads the node-local file
         if inputs.get("kind") == "NicClusterPolicy":
             validate_rdma_plugin_config(inputs["spec"]["rdmaSharedDevicePlugin"]["config"])
     else:

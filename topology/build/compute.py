@@ -189,6 +189,7 @@ def build(ctx: BuildContext, d: ComputeDesign) -> None:
     nic = spec.node.compute
     ifnames = nic.ifnames or [f"{'ib' if d.fabric == 'infiniband' else 'rail'}{k}" for k in range(d.rails)]
     hcas = nic.hcas or [f"mlx5_{k}" for k in range(d.rails)]
+    per_node = spec.addressing.pod_addresses_per_node
     reserved = {(r.su, r.slot): r for r in spec.scalable_units.reserved_slots}
     for i, r in enumerate(spec.scalable_units.reserved_slots):
         if r.su > d.max_sus:
@@ -361,15 +362,20 @@ def build(ctx: BuildContext, d: ComputeDesign) -> None:
                     start = leaf_start[k]
                     address = f"{int_to_ip(start + 1 + slot)}/{d.host_block_len}"
                     gateway = int_to_ip(start + 1)
+                    pod_base = start + 2 + d.slots + (slot - 1) * per_node
                 else:
                     start, _ = hosts.block(k, d.host_block_len)
                     global_slot = (su - 1) * d.slots + slot
                     address = f"{int_to_ip(start + global_slot)}/{d.host_block_len}"
                     gateway = None
+                    pod_base = start + 1 + d.max_sus * d.slots + (global_slot - 1) * per_node
                 node.ports[k].address = address
-                node.rails.append(RailInterface(k, ifnames[k], hcas[k], nic.pci[k] if nic.pci else None,
-                                                nic.macs[k] if nic.macs else None, d.speed, address, gateway,
-                                                100 + k, leaf_dev.name, leaf_port.name, label))
+                rail = RailInterface(k, ifnames[k], hcas[k], nic.pci[k] if nic.pci else None,
+                                     nic.macs[k] if nic.macs else None, d.speed, address, gateway,
+                                     100 + k, leaf_dev.name, leaf_port.name, label)
+                if per_node:
+                    rail.pod_first, rail.pod_last = int_to_ip(pod_base), int_to_ip(pod_base + per_node - 1)
+                node.rails.append(rail)
 
 
 def _ip_int(prefix: str) -> int:

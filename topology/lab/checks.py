@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import time
 from dataclasses import dataclass
+from ipaddress import ip_interface
 from pathlib import Path
 
 from topology.lab import daemons
@@ -42,33 +43,45 @@ def config_rows(state: LabState, topo: LabTopology) -> list[Row]:
 
 
 def bgp_sessions(state: LabState, topo: LabTopology, device: str) -> dict[str, str]:
+    """Neighbour -> state, with the neighbour's AS when Established (`Established AS4200000001`)."""
     raw = daemons.vtysh_json(state, device, "show bgp summary json")
     out: dict[str, str] = {}
     for af in raw.values():
         if isinstance(af, dict):
             for peer, info in af.get("peers", {}).items():
-                out[peer] = info.get("state", "?")
+                st = info.get("state", "?")
+                out[peer] = f"{st} AS{info.get('remoteAs')}" if st == "Established" else st
     return out
 
 
 def bgp_rows(state: LabState, topo: LabTopology, plan_ports: dict[tuple[str, str], str | None]) -> list[Row]:
     rows = []
     for sw in topo.switches:
-        want = {peer_key(plan_ports, link, sw.name) for link in topo.links
-                if link.tier == "leaf-spine" and sw.name in (link.a.device, link.b.device)}
+        asn = {d.name: d.asn for d in topo.switches}
+        want = {peer_key(plan_ports, link, sw.name): asn[link.b.device if link.a.device == sw.name else link.a.device]
+                for link in topo.fabric_links() if sw.name in (link.a.device, link.b.device)}
         have = bgp_sessions(state, topo, sw.name)
-        up = {p for p in want if have.get(p) == "Established"}
-        down = sorted(want - up)
+        up = {p for p, remote in want.items() if have.get(p) == f"Established AS{remote}"}
+        down = sorted(set(want) - up)
         missing = ", ".join(f"{p}={have.get(p, 'absent')}" for p in down[:4])
-        rows.append(Row("bgp", sw.name, f"{len(want)} Established",
+        rows.append(Row("bgp", sw.name, f"{len(want)} Established with the planned AS",
                         f"{len(up)} Established" + (f"; not: {missing}" if down else ""), not down))
     return rows
 
 
 def expected_fib(topo: LabTopology, dead: set[str]) -> Fib:
-    """Per switch, per other leaf's host subnet: the local ports whose path still reaches that leaf.
-    `dead` holds failed cable ids."""
-    return expected_routes(topo.switches, [lk for lk in topo.links if lk.tier == "leaf-spine"], dead)
+    """Per switch, per other leaf's host subnet: the local ports whose path still reaches that leaf (none when
+    no loop-free path is left, e.g. a super-spine whose only spine into a rail failed). `dead` holds failed
+    cable ids."""
+    reach = expected_routes(topo.switches, topo.fabric_links(), dead)
+    out: Fib = {sw.name: {} for sw in topo.switches}
+    for leaf in topo.leaves():
+        for hs in leaf.host_subnets:
+            prefix = str(ip_interface(hs.prefix).network)
+            for sw in topo.switches:
+                if sw.name != leaf.name:
+                    out[sw.name][prefix] = reach[sw.name].get(prefix, set())
+    return out
 
 
 class FabricFib:
@@ -129,18 +142,24 @@ def fib_rows(fibs: FabricFib, want: Fib) -> list[Row]:
     return rows
 
 
-def ping_pairs(topo: LabTopology) -> list[tuple[str, str, str, str, int]]:
-    """(host a, source address, host b, target address, rail) for every rail, hosts in different SUs."""
+def ping_pairs(topo: LabTopology) -> list[tuple[str, str, str, str, str]]:
+    """(host a, source address, host b, target address, rails) for every rail, hosts in different SUs;
+    in 3 tiers also from each rail to the next one (across rail planes or pods)."""
     pairs = []
     for i, a in enumerate(topo.hosts):
         for b in topo.hosts[i + 1:]:
             if a.su == b.su:
                 continue
-            rails_b = {r.rail: r for r in b.rails}
+            rails_b = {r.rail: r for r in b.rails if r.ifname in topo.ports_of(b.name)}
             for ra in a.rails:
-                rb = rails_b.get(ra.rail)
-                if rb and ra.ifname in topo.ports_of(a.name) and rb.ifname in topo.ports_of(b.name):
-                    pairs.append((a.name, ra.address.split("/")[0], b.name, rb.address.split("/")[0], ra.rail))
+                if ra.ifname not in topo.ports_of(a.name):
+                    continue
+                targets = [ra.rail] + ([(ra.rail + 1) % len(a.rails)] if topo.tiers == 3 else [])
+                for k in dict.fromkeys(targets):
+                    if k in rails_b:
+                        label = f"rail{ra.rail}" if k == ra.rail else f"rail{ra.rail}->rail{k}"
+                        pairs.append((a.name, ra.address.split("/")[0], b.name, rails_b[k].address.split("/")[0],
+                                      label))
     return pairs
 
 
@@ -154,7 +173,69 @@ def ping_rows(topo: LabTopology, parallel: int = PING_PARALLEL) -> list[Row]:
                  for a, src, _, dst, _ in chunk]
         for (a, src, b, dst, rail), proc in zip(chunk, procs, strict=True):
             ok = proc.wait(timeout=30) == 0
-            rows.append(Row("ping", f"{a} -> {b} rail{rail}", f"{src} -> {dst}", "reply" if ok else "no reply", ok))
+            rows.append(Row("ping", f"{a} -> {b} {rail}", f"{src} -> {dst}", "reply" if ok else "no reply", ok))
+    return rows
+
+
+def _far_ends(topo: LabTopology) -> dict[tuple[str, str], str]:
+    out = {}
+    for link in topo.fabric_links():
+        out[(link.a.device, link.a.port)] = link.b.device
+        out[(link.b.device, link.b.port)] = link.a.device
+    return out
+
+
+def fib_paths(fibs: FabricFib, topo: LabTopology, src: str, dst: str, prefix: str) -> list[tuple[str, ...]]:
+    """Every switch path the kernel FIBs give from leaf `src` to leaf `dst`'s subnet, hop by hop over all ECMP
+    members; a path that ends anywhere but `dst` (no route, a loop) is returned as it stands."""
+    far = _far_ends(topo)
+    tables = {sw.name: fibs.bgp_routes(sw.name) for sw in topo.switches}
+    paths: list[tuple[str, ...]] = []
+
+    def walk(path: tuple[str, ...]) -> None:
+        here = path[-1]
+        nexts = sorted({far[(here, port)] for port in tables[here].get(prefix, set()) if (here, port) in far})
+        if here == dst or not nexts or len(path) > 8:
+            paths.append(path)
+            return
+        for n in nexts:
+            if n in path:
+                paths.append((*path, n))
+            else:
+                walk((*path, n))
+    walk((src,))
+    return paths
+
+
+def path_rows(fibs: FabricFib, topo: LabTopology) -> list[Row]:
+    """3 tiers, from each leaf of the first SU to the same and the next rail's leaves of other SUs: a leaf of
+    the same spine group (rail plane or clos pod) is reached inside the group; a leaf of another group only
+    through a super-spine. Judged by walking the kernel FIBs hop by hop."""
+    if topo.tiers != 3:
+        return []
+    role = {sw.name: sw for sw in topo.switches}
+    leaves = topo.leaves()
+    first_su = min(lf.su for lf in leaves)
+    rows = []
+    for a in (lf for lf in leaves if lf.su == first_su):
+        for b in leaves:
+            if b.su == a.su or b.rail not in (a.rail, (a.rail + 1) % len({x.rail for x in leaves})):
+                continue
+            prefix = str(ip_interface(b.host_subnets[0].prefix).network)
+            paths = fib_paths(fibs, topo, a.name, b.name, prefix)
+            complete = bool(paths) and all(p[-1] == b.name for p in paths)
+            middle = sorted({d for p in paths for d in p[1:-1]})
+            supers = [d for d in middle if role[d].role == "superspine"]
+            if b.group == a.group:
+                ok = complete and all(role[d].role == "spine" and role[d].group == a.group for d in middle)
+                rows.append(Row("plane", f"{a.name} -> {b.name}", f"inside {a.group}: its spines, no super-spine",
+                                f"{len(paths)} paths via {', '.join(middle) or '-'}" + ("" if complete else "; broken"),
+                                ok))
+            else:
+                ok = complete and all(any(role[d].role == "superspine" for d in p) for p in paths)
+                rows.append(Row("super-spine", f"{a.name} -> {b.name}", "every path up through a super-spine",
+                                f"{len(paths)} paths via {len(supers)} super-spines ({', '.join(supers[:4])})"
+                                + ("" if complete else "; broken"), ok))
     return rows
 
 

@@ -59,7 +59,8 @@ def _running(cluster: Path, out: Path | None, prefix: str) -> tuple[Plan, LabSta
     if state is None:
         raise _err(f"no lab of {plan.cluster.name} with prefix {prefix!r} is up: `railforge lab up` first")
     o = state.options
-    topo = lab_topology(plan, o["sus"], o["spines"], o["hosts_per_su"], state.prefix)
+    topo = lab_topology(plan, o["sus"], o["spines"], o["hosts_per_su"], state.prefix, o.get("superspines", "all"),
+                        o.get("parallel", "all"))
     return plan, state, topo
 
 
@@ -73,8 +74,10 @@ def memory_per_switch_mib(topo: LabTopology) -> float:
 def up(
     cluster: ClusterArg,
     out: OutOpt = None,
-    sus: Annotated[int, typer.Option(help="SUs to emulate")] = 2,
-    spines: Annotated[str, typer.Option(help="'all' or how many spines")] = "all",
+    sus: Annotated[str, typer.Option(help="how many SUs (the first N) or which (1,9)")] = "2",
+    spines: Annotated[str, typer.Option(help="'all' or how many spines (per spine group in 3 tiers)")] = "all",
+    superspines: Annotated[str, typer.Option(help="'all' or how many super-spines per plane")] = "all",
+    parallel: Annotated[str, typer.Option(help="'all' or at most N parallel cables between two switches")] = "all",
     hosts_per_su: Annotated[int, typer.Option(help="GPU nodes per SU")] = 2,
     prefix: PrefixOpt = "rf-",
     wait: Annotated[float, typer.Option(help="seconds to wait for BGP and the kernel FIBs to converge")] = 120,
@@ -82,8 +85,9 @@ def up(
     """Create the namespaces, cables and daemons; wait until every FIB holds every ECMP path."""
     plan, folder = _plan(cluster, out)
     try:
-        topo = lab_topology(plan, sus, spines, hosts_per_su, prefix)
-        options = {"sus": sus, "spines": spines, "hosts_per_su": hosts_per_su, "generated": str(folder)}
+        topo = lab_topology(plan, sus, spines, hosts_per_su, prefix, superspines, parallel)
+        options = {"sus": sus, "spines": spines, "superspines": superspines, "parallel": parallel,
+                   "hosts_per_su": hosts_per_su, "generated": str(folder)}
         state, timings = runner.up(topo, folder / "configs", options, _console().print)
     except (ScopeError, runner.LabError, CommandError) as exc:
         raise _err(str(exc)) from None
@@ -135,7 +139,7 @@ def results_table(title: str, rows: list[checks.Row]) -> Table:
 def check(
     cluster: ClusterArg,
     out: OutOpt = None,
-    fail: Annotated[str | None, typer.Option(help="spine=NAME or link=DEVICE:PORT: fail it, time it")] = None,
+    fail: Annotated[str | None, typer.Option(help="spine=NAME (a spine or super-spine) or link=DEVICE:PORT")] = None,
     how: Annotated[str, typer.Option(help="silent (carrier up, packets dropped) or down (interfaces down)")] = "silent",
     bfd: Annotated[str, typer.Option(help="with --fail: measure with BFD 'on', 'off' or 'both'")] = "both",
     timeout: Annotated[float, typer.Option(help="seconds to wait for reconvergence")] = 60,
@@ -156,6 +160,7 @@ def check(
         rows = checks.config_rows(state, topo)
         rows += checks.bgp_rows(state, topo, port_addresses(plan.devices))
         rows += checks.fib_rows(fibs, checks.expected_fib(topo, set()))
+        rows += checks.path_rows(fibs, topo)
         rows += checks.ping_rows(topo)
         rows += checks.lldp_rows(checks.lldp_report(state, topo, PlanNames(plan)), topo)
         c.print(results_table(f"lab {plan.cluster.name}: {len(topo.switches)} switches, {len(topo.hosts)} hosts",

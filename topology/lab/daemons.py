@@ -58,12 +58,12 @@ def vtysh_json(state: LabState, device: str, command: str) -> dict:
     return json.loads(out) if out.strip() else {}
 
 
-def start_frr(state: LabState, ns: str, device: str, frr_conf: Path) -> None:
+def start_frr(state: LabState, ns: str, device: str, frr_conf: str) -> None:
     """zebra, bfdd and bgpd with empty startup files; `boot_frr` then loads the switch's frr.conf."""
     d = device_dir(state, device)
     d.mkdir(parents=True, exist_ok=True)
     conf = d / "frr.conf"
-    shutil.copyfile(frr_conf, conf)
+    conf.write_text(frr_conf)
     (d / "vtysh.conf").write_text("service integrated-vtysh-config\n")
     (d / "empty.conf").write_text("")
     for path in (d, conf, d / "vtysh.conf", d / "empty.conf"):

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from topology.lab import checks, daemons
-from topology.lab.scope import LabTopology, ScopeError
+from topology.lab.scope import FABRIC_TIERS, LabTopology, ScopeError
 from topology.lab.shell import batch
 from topology.lab.state import LabState
 from topology.plan import Link
@@ -24,7 +24,7 @@ HOW = ("silent", "down")
 
 @dataclass(slots=True)
 class Target:
-    kind: str  # spine | link
+    kind: str  # spine (a spine or super-spine) | link
     name: str
     links: list[Link]
 
@@ -44,18 +44,19 @@ class Measurement:
 
 def parse_target(topo: LabTopology, spec: str) -> Target:
     kind, _, value = spec.partition("=")
-    if kind == "spine":
-        if value not in {s.name for s in topo.spines()}:
-            names = ", ".join(s.name for s in topo.spines())
-            raise ScopeError(f"--fail spine={value}: not a spine of this lab ({names})")
+    if kind in ("spine", "superspine"):
+        upper = topo.spines() + topo.superspines()
+        if value not in {s.name for s in upper}:
+            names = ", ".join(s.name for s in upper)
+            raise ScopeError(f"--fail {kind}={value}: not a spine or super-spine of this lab ({names})")
         return Target("spine", value, [lk for lk in topo.links if value in (lk.a.device, lk.b.device)])
     if kind == "link":
         device, _, port = value.partition(":")
         for link in topo.links:
             ends = ((link.a.device, link.a.port), (link.b.device, link.b.port))
-            if link.tier == "leaf-spine" and (device, port) in ends:
+            if link.tier in FABRIC_TIERS and (device, port) in ends:
                 return Target("link", f"{link.id} {device}:{port}", [link])
-        raise ScopeError(f"--fail link={value}: no leaf-spine cable of this lab ends at {device}:{port}")
+        raise ScopeError(f"--fail link={value}: no fabric cable of this lab ends at {device}:{port}")
     raise ScopeError(f"--fail must be spine=NAME or link=DEVICE:PORT, not {spec!r}")
 
 

@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from topology.lab import daemons, fabric
+from topology.lab import daemons, fabric, nvue
+from topology.lab.memory import memory_problems
 from topology.lab.scope import LabTopology
 from topology.lab.shell import ip, namespaces
 from topology.lab.state import LabState, load_state, run_dir
@@ -29,7 +30,7 @@ class UpTimings:
     daemons_s: float
 
 
-def preflight(topo: LabTopology, configs: Path) -> dict[str, Path]:
+def preflight(topo: LabTopology, configs: Path) -> dict[str, str]:
     """Root, the daemons, a generated frr.conf for every switch, and no lab of this cluster already up."""
     problems = []
     if os.geteuid() != 0:
@@ -37,8 +38,10 @@ def preflight(topo: LabTopology, configs: Path) -> dict[str, Path]:
     for binary in [str(daemons.FRR_DIR / d) for d in daemons.FRR_DAEMONS] + ["vtysh", "lldpd", "lldpcli"]:
         if shutil.which(binary) is None:
             problems.append(f"{binary} not found: apt-get install frr lldpd")
-    confs = {sw.name: configs / sw.name / "frr.conf" for sw in topo.switches}
+    confs = {sw.name: configs / sw.name / ("startup.yaml" if sw.nos == "cumulus" else "frr.conf")
+             for sw in topo.switches}
     problems += [f"{p} missing: run `railforge build` first" for p in confs.values() if not p.is_file()]
+    problems += memory_problems(topo)
     if load_state(topo.cluster, topo.prefix) is not None:
         problems.append(f"a lab of {topo.cluster} is already up: `railforge lab down` it first")
     clash = sorted(set(topo.namespaces()) & namespaces())
@@ -46,7 +49,10 @@ def preflight(topo: LabTopology, configs: Path) -> dict[str, Path]:
         problems.append(f"namespaces already exist: {', '.join(clash[:5])}")
     if problems:
         raise LabError("; ".join(problems))
-    return confs
+    try:
+        return {name: frr_text(conf) for name, conf in confs.items()}
+    except nvue.NvueError as exc:
+        raise LabError(str(exc)) from None
 
 
 class _Interrupted(KeyboardInterrupt):
@@ -65,6 +71,11 @@ def interruptible() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def frr_text(conf: Path) -> str:
+    """The generated frr.conf as it is, or the one NVUE would write from a Cumulus startup.yaml."""
+    return nvue.frr_conf_text(conf) if conf.name == "startup.yaml" else conf.read_text()
 
 
 def up(topo: LabTopology, configs: Path, options: dict, log: Log) -> tuple[LabState, UpTimings]:
