@@ -86,10 +86,16 @@ def test_nvue_translation(plan, built) -> None:
     text = frr_conf_text(out / "configs" / "su001-leaf-r0" / "startup.yaml")
     leaf = next(d for d in plan.devices if d.name == "su001-leaf-r0")
     assert f"router bgp {leaf.asn}\n bgp router-id {leaf.loopback.split('/')[0]}\n" in text
-    assert " neighbor swp65 interface peer-group SPINE\n" in text and " network 100.64.0.0/22\n" in text
+    assert " neighbor swp33s0 interface peer-group SPINE\n" in text and " network 100.64.0.0/22\n" in text
+    spine = next(d for d in plan.devices if d.name == "rail0-spine01")
+    assert f" neighbor swp33s0 remote-as {spine.asn}\n" in text  # the planned AS per neighbour, as on SONiC
+    assert " neighbor SPINE bfd profile RF-SPINE\n" in text and "  detect-multiplier 3\n" in text  # 5.18 profile
     doc = yaml.safe_load((out / "configs" / "rail0-spine01" / "startup.yaml").read_text())
-    doc[1]["set"]["vrf"]["default"]["router"]["bgp"]["neighbor"]["swp1"]["remote-as"] = 4200000001  # its own AS
-    with pytest.raises(NvueError, match="swp1 remote-as 4200000001 contradicts peer-group LEAF remote-as external"):
+    bgp = doc[1]["set"]["vrf"]["default"]["router"]["bgp"]
+    assert "remote-as" not in bgp["peer-group"]["LEAF"]  # FRR refuses a member's remote-as under a group's
+    bgp["peer-group"]["LEAF"]["remote-as"] = "external"
+    bgp["neighbor"]["swp1s0"]["remote-as"] = 4200000001  # its own AS
+    with pytest.raises(NvueError, match="swp1s0 remote-as 4200000001 contradicts peer-group LEAF remote-as external"):
         frr_config(doc)
     doc[1]["set"]["router"]["ospf"] = {"enable": True}
     with pytest.raises(NvueError, match="cannot translate ospf"):

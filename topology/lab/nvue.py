@@ -18,7 +18,7 @@ TEMPLATES = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).par
                                trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
                                keep_trailing_newline=True)
 ROUTER_KEYS = {"bfd", "bgp", "policy"}
-VRF_BGP_KEYS = {"enable", "path-selection", "address-family", "peer-group", "neighbor"}
+VRF_BGP_KEYS = {"enable", "state", "path-selection", "address-family", "peer-group", "neighbor"}
 
 
 class NvueError(ValueError):
@@ -66,7 +66,7 @@ class Bfd:
 @dataclass(slots=True)
 class PeerGroup:
     name: str
-    remote_as: str
+    remote_as: str | None
     bfd: Bfd | None
     timers: tuple[int, int] | None
     route_map_in: str | None
@@ -127,13 +127,20 @@ def _route_maps(policy: dict) -> list[RouteMap]:
     return out
 
 
-def _peer_group(name: str, g: dict) -> PeerGroup:
-    bfd = g.get("bfd")
+def _bfd(node: object, profiles: dict) -> Bfd | None:
+    """A peer group's BFD: its own timers before 5.15 (`enable: on`), a `router bfd` profile from 5.15."""
+    if isinstance(node, dict) and "profile" in node:
+        node = {**profiles[node["profile"]], "enable": "on"}
+    if not _on(node):
+        return None
+    return Bfd(node.get("detect-multiplier", 3), node.get("min-rx-interval", 300), node.get("min-tx-interval", 300))
+
+
+def _peer_group(name: str, g: dict, bfd_profiles: dict) -> PeerGroup:
     timers = g.get("timers")
     policy = g.get("address-family", {}).get("ipv4-unicast", {}).get("policy", {})
-    return PeerGroup(name, str(g["remote-as"]),
-                     Bfd(bfd.get("detect-multiplier", 3), bfd.get("min-rx-interval", 300),
-                         bfd.get("min-tx-interval", 300)) if _on(bfd) else None,
+    remote = g.get("remote-as")
+    return PeerGroup(name, None if remote is None else str(remote), _bfd(g.get("bfd"), bfd_profiles),
                      (timers["keepalive"], timers["hold"]) if timers else None,
                      policy.get("inbound", {}).get("route-map"), policy.get("outbound", {}).get("route-map"))
 
@@ -159,7 +166,8 @@ def frr_config(startup: list | dict, where: str = "startup.yaml") -> FrrConfig:
                   _flag(vrf_bgp.get("path-selection", {}).get("multipath", {}).get("aspath-ignore")),
                   paths.get("ebgp"), paths.get("ibgp"), sorted(v4.get("network", {})),
                   _prefix_lists(policy), _route_maps(policy))
-    c.peer_groups = [_peer_group(n, g) for n, g in sorted(vrf_bgp.get("peer-group", {}).items())]
+    profiles = router.get("bfd", {}).get("profile", {})
+    c.peer_groups = [_peer_group(n, g, profiles) for n, g in sorted(vrf_bgp.get("peer-group", {}).items())]
     groups = {g.name: g for g in c.peer_groups}
     for key, n in vrf_bgp.get("neighbor", {}).items():
         remote = n.get("remote-as")
