@@ -14,7 +14,7 @@ Both layouts must give the same `ansible-inventory --list` output (checked), and
 It also reports the cost of writing each layout (files, wall and CPU seconds).
 
     python benchmarks/bench_ansible.py                          # the 16K-GPU example
-    python benchmarks/bench_ansible.py --sizes 131072 --no-per-su-list
+    python benchmarks/bench_ansible.py --sizes 131072 --no-railplane --no-per-su
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def normalised(listing: bytes) -> dict:
     return data
 
 
-def bench_cluster(name: str, spec: Path, work: Path, per_su_list: bool) -> dict:
+def bench_cluster(name: str, spec: Path, work: Path, per_su: bool) -> dict:
     out = work / name
     timings = work / f"{name}.timings.json"
     subprocess.run([sys.executable, "-m", "topology", "build", str(spec), "--out", str(out), "--only", "inventory",
@@ -116,14 +116,14 @@ def bench_cluster(name: str, spec: Path, work: Path, per_su_list: bool) -> dict:
 
     runs: dict[str, dict] = {}
     listings: dict[str, dict] = {}
-    cases = [("host_vars", new, ROOT, env), ("host_vars, foreign folder", new, foreign, foreign_env),
-             ("per-su", legacy, ROOT, legacy_env)]
+    cases = [("host_vars", new, ROOT, env), ("host_vars, foreign folder", new, foreign, foreign_env)]
+    if per_su:
+        cases.append(("per-su", legacy, ROOT, legacy_env))
     for label, inv, cwd, e in cases:
         r = {}
-        if label != "per-su" or per_su_list:
-            listed = run_ansible(["ansible-inventory", "-i", str(inv), "--list"], cwd, e)
-            listings[label] = normalised(listed.pop("stdout"))
-            r["list"] = {k: v for k, v in listed.items() if k != "stderr"}
+        listed = run_ansible(["ansible-inventory", "-i", str(inv), "--list"], cwd, e)
+        listings[label] = normalised(listed.pop("stdout"))
+        r["list"] = {k: v for k, v in listed.items() if k != "stderr"}
         hosts_run = run_ansible(["ansible-playbook", "-i", str(inv), str(SITE), "--list-hosts"], cwd, e)
         r["list_hosts"] = {k: v for k, v in hosts_run.items() if k not in ("stderr", "stdout")}
         runs[label] = r
@@ -141,18 +141,20 @@ def bench_cluster(name: str, spec: Path, work: Path, per_su_list: bool) -> dict:
 
 
 def ratios(result: dict) -> dict:
+    if "per-su" not in result["runs"]:
+        return {}
     base, new = result["runs"]["per-su"], result["runs"]["host_vars"]
     return {kind: {"wall": round(base[kind]["wall_s"] / new[kind]["wall_s"], 1),
                    "cpu": round(base[kind]["cpu_s"] / new[kind]["cpu_s"], 1)}
-            for kind in ("list", "list_hosts") if kind in base}
+            for kind in ("list", "list_hosts")}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="", help="comma-separated GPU counts from benchmarks/specs/gpu-131k.yaml")
     ap.add_argument("--no-railplane", action="store_true", help="skip the bundled 16K rail-plane example")
-    ap.add_argument("--no-per-su-list", action="store_true",
-                    help="skip `ansible-inventory --list` on the old layout (about 20 minutes at 131K GPUs)")
+    ap.add_argument("--no-per-su", action="store_true",
+                    help="skip the old layout (about 20 CPU-minutes per command at 131K GPUs)")
     args = ap.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="rf-bench-ansible-") as tmp:
@@ -160,7 +162,7 @@ def main() -> int:
         clusters = [] if args.no_railplane else [("roce-16k-railplane", RAILPLANE)]
         clusters += [(f"gpu-{g}", ladder_spec(int(g), work)) for g in args.sizes.split(",") if g]
         for name, spec in clusters:
-            r = bench_cluster(name, spec, work, not args.no_per_su_list)
+            r = bench_cluster(name, spec, work, not args.no_per_su)
             r["ratios"] = ratios(r)
             results.append(r)
             print(f"{name}: {r['hosts']} hosts; old/new: {json.dumps(r['ratios'])}; build {json.dumps(r['build'])}",

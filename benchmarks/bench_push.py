@@ -33,8 +33,7 @@ def build(cluster: str, work: Path) -> Path:
 
 
 def run(inventory: Path, hosts: int, work: Path) -> dict:
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CACHE_PLUGIN_CONNECTION=str(work / "facts"),
-               ANSIBLE_CALLBACKS_ENABLED="")
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_CACHE_PLUGIN_CONNECTION=str(work / "facts"))
     cmd = ["ansible-playbook", "-i", str(inventory), str(PLAYBOOK), "-c", "local", "--limit", f"nodes[0:{hosts - 1}]",
            "-e", f"ansible_python_interpreter={sys.executable}"]
     before, start = os.times(), time.perf_counter()
