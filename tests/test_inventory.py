@@ -1,8 +1,10 @@
-"""The generated Ansible inventory, read back by Ansible itself through `-i inventory/<cluster>`."""
+"""The generated Ansible inventory, read back by Ansible itself: through `-i inventory/<cluster>` from the
+repository root and through `-i inventory/<cluster>/ansible` from any folder, without a warning."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,18 +24,70 @@ def roce_inventory(tmp_path_factory) -> Path:
     return folder
 
 
+def _ansible_inventory(source: Path, cwd: Path) -> dict:
+    require_tool("ansible-inventory")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    proc = subprocess.run([tool_path("ansible-inventory"), "-i", str(source), "--list"], capture_output=True,
+                          text=True, cwd=cwd, env=env, check=True)
+    assert "WARNING" not in proc.stderr and "ERROR" not in proc.stderr, proc.stderr[-2000:]
+    return json.loads(proc.stdout)
+
+
 def test_inventory_folder_layout(roce_inventory: Path) -> None:
-    for name in ("hosts.yml", "nodes", "group_vars"):
+    generated = (roce_inventory / "generated" / "ansible").resolve()
+    assert (roce_inventory / "ansible").resolve() == generated
+    for name in ("hosts.yml", "host_vars", "group_vars"):
         assert (roce_inventory / name).is_symlink()
-        assert (roce_inventory / name).resolve().is_relative_to((roce_inventory / "generated").resolve())
+        assert (roce_inventory / name).resolve() == generated / name
+    assert sorted(p.name for p in generated.iterdir()) == ["group_vars", "host_vars", "hosts.yml"], \
+        "the inventory folder holds the inventory and nothing else"
+    plan = plan_of("roce-a800-4nic")
+    expected = sorted(f"{d.name}.json" for d in plan.devices_by_role("node", "mgmt"))
+    assert sorted(p.name for p in (generated / "host_vars").iterdir()) == expected
+    assert sorted(p.name for p in (generated / "group_vars" / "all").iterdir()) == ["cluster.yml", "qos.yml"]
+    hosts = yaml.safe_load((generated / "hosts.yml").read_text())["all"]["children"]
+    assert hosts["su001"]["hosts"] == {n.name: None for n in plan.devices_by_role("node") if n.su == 1}, \
+        "hosts.yml holds groups only; node vars live in host_vars"
+
+
+def test_any_folder_same_inventory_no_warnings(roce_inventory: Path, tmp_path: Path) -> None:
+    """From the repository root (ansible.cfg) `-i inventory/<cluster>`; from elsewhere (no ansible.cfg, default
+    plugins) `-i inventory/<cluster>/ansible`: the same inventory, and neither parses cluster.yaml or a CSV."""
+    at_root = _ansible_inventory(roce_inventory, ROOT)
+    elsewhere = _ansible_inventory(roce_inventory / "ansible", tmp_path)
+    assert at_root == elsewhere
+    assert "cluster.yaml" not in json.dumps(at_root)
+
+
+def test_stale_per_su_layout_is_cleaned(tmp_path: Path) -> None:
+    """A build over an older one (per-SU nodes/ files, a `nodes` link) leaves no stale inventory source behind,
+    and `--only inventory` writes the whole inventory: hosts.yml, host_vars and group_vars."""
+    folder = tmp_path / "c"
+    folder.mkdir()
+    shutil.copy(example_spec("roce-a800-4nic"), folder / "cluster.yaml")
+    stale = folder / "generated" / "ansible" / "nodes"
+    stale.mkdir(parents=True)
+    (stale / "su001.yml").write_text("all: {children: {su001: {hosts: {ghost: {ansible_host: 1.2.3.4}}}}}\n")
+    (folder / "nodes").symlink_to("generated/ansible/nodes")
+    run_cli("build", str(folder / "cluster.yaml"), "--only", "inventory")
+    ansible = folder / "generated" / "ansible"
+    assert not (folder / "nodes").is_symlink() and not stale.exists()
+    assert (ansible / "hosts.yml").is_file() and (ansible / "group_vars" / "all" / "qos.yml").is_file()
+    inv = _ansible_inventory(folder / "ansible", tmp_path)
+    assert "ghost" not in inv["_meta"]["hostvars"]
+    assert inv["_meta"]["hostvars"]["su002-gpu16"]["railforge_qos"]["roce_dscp"] == 26
+    assert len(inv["su002"]["hosts"]) == 16
+
+
+def test_ansible_cfg_reads_json_inventories(tmp_path: Path) -> None:
+    """ansible.cfg restricts the inventory plugins but still reads a .json inventory in a folder."""
+    (tmp_path / "extra.json").write_text(json.dumps({"all": {"children": {"lab": {"hosts": {"h1": {"x": 1}}}}}}))
+    inv = _ansible_inventory(tmp_path, ROOT)
+    assert inv["lab"]["hosts"] == ["h1"] and inv["_meta"]["hostvars"]["h1"] == {"x": 1}
 
 
 def test_ansible_reads_the_inventory(roce_inventory: Path) -> None:
-    require_tool("ansible-inventory")
-    proc = subprocess.run([tool_path("ansible-inventory"), "-i", str(roce_inventory), "--list"], capture_output=True,
-                          text=True, cwd=ROOT, check=True)
-    assert "cluster.yaml" not in proc.stderr, "cluster.yaml must not be parsed as an inventory source"
-    inv = json.loads(proc.stdout)
+    inv = _ansible_inventory(roce_inventory, ROOT)
     plan = plan_of("roce-a800-4nic")
     nodes = [d for d in plan.devices if d.role == "node"]
     kube_nodes = set()

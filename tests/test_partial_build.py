@@ -21,10 +21,10 @@ def test_limit_and_only_regenerate_identically(tmp_path: Path) -> None:
     out = tmp_path / "out"
     run_cli("build", SPEC, "--out", str(out))
     full = _digest(out)
-    assert "configs/su001-leaf-r0/config_db.json" in full and "ansible/nodes/su001.yml" in full
+    assert "configs/su001-leaf-r0/config_db.json" in full and "ansible/host_vars/su001-gpu01.json" in full
 
     shutil.rmtree(out / "configs" / "su001-leaf-r0")
-    (out / "ansible" / "nodes" / "su001.yml").unlink()
+    (out / "ansible" / "host_vars" / "su001-gpu01.json").unlink()
     (out / "configs" / "spine01" / "frr.conf").write_text("damaged\n")
     (out / "cabling.csv").write_text("damaged\n")
 
@@ -32,7 +32,7 @@ def test_limit_and_only_regenerate_identically(tmp_path: Path) -> None:
     after = _digest(out)
     assert after["configs/su001-leaf-r0/config_db.json"] == full["configs/su001-leaf-r0/config_db.json"]
     assert after["configs/su001-leaf-r0/frr.conf"] == full["configs/su001-leaf-r0/frr.conf"]
-    assert after["ansible/nodes/su001.yml"] == full["ansible/nodes/su001.yml"]
+    assert after["ansible/host_vars/su001-gpu01.json"] == full["ansible/host_vars/su001-gpu01.json"]
     assert (out / "configs" / "spine01" / "frr.conf").read_text() == "damaged\n", "outside --limit: untouched"
     assert (out / "cabling.csv").read_text() == "damaged\n", "--limit only runs per-device families"
     assert set(after) == set(full)

@@ -154,7 +154,7 @@ def test_sonic_config_db_and_frr_agree_across_each_cable(built, spec_build, sour
 
 def test_sonic_qos_comes_from_the_plan_profile_the_hosts_apply(built):
     out = built("roce-a800-4nic")
-    qos = _load_yaml(out / "ansible" / "group_vars" / "all" / "railforge.yml")["railforge_qos"]
+    qos = _load_yaml(out / "ansible" / "group_vars" / "all" / "qos.yml")["railforge_qos"]
     db = json.loads((out / "configs" / "su001-leaf-r0" / "config_db.json").read_text())
     lossless = str(qos["lossless_priority"])
     assert db["DSCP_TO_TC_MAP"]["RAILFORGE"][str(qos["roce_dscp"])] == lossless

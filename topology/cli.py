@@ -37,7 +37,8 @@ app.add_typer(verify_app, name="verify")
 app.command(name="ztp")(ztp)
 app.command()(diff)
 err = Console(stderr=True, soft_wrap=True, emoji=False, highlight=False)
-INVENTORY_LINKS = ("hosts.yml", "nodes", "group_vars")
+INVENTORY_LINKS = ("ansible", "hosts.yml", "host_vars", "group_vars")
+STALE_INVENTORY_LINKS = ("nodes",)
 PARALLEL_MIN_DEVICES = 2000
 
 
@@ -97,10 +98,16 @@ def default_out(spec_path: Path) -> Path:
 
 
 def link_inventory(spec_dir: Path) -> None:
-    """Make `-i inventory/<cluster>` work: hosts.yml, nodes/ and group_vars point into generated/ansible."""
+    """`inventory/<cluster>/ansible` points at generated/ansible, a folder holding only the inventory, for
+    `-i inventory/<cluster>/ansible` from anywhere; hosts.yml, host_vars and group_vars point into it too,
+    so `-i inventory/<cluster>` keeps working from the repository root (its ansible.cfg skips the rest)."""
+    for name in STALE_INVENTORY_LINKS:
+        link = spec_dir / name
+        if link.is_symlink() and os.readlink(link).startswith("generated/"):
+            link.unlink()
     for name in INVENTORY_LINKS:
         link = spec_dir / name
-        target = Path("generated") / "ansible" / name
+        target = Path("generated", "ansible") if name == "ansible" else Path("generated", "ansible", name)
         if link.is_symlink() and os.readlink(link) == str(target):
             continue
         if link.is_symlink() or not link.exists():
@@ -196,6 +203,7 @@ def build(
     except OutputError as exc:
         say_error(str(exc))
         raise typer.Exit(1) from None
+    output.replace_dirs = [d for f in fams for d in f.owns]
     try:
         if jobs > 1 and len(plan.devices) >= PARALLEL_MIN_DEVICES:
             with clock.stage("render"):

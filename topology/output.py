@@ -69,17 +69,21 @@ class Output:
     """A staging folder; `open(rel)` creates files strictly inside it.
 
     A full build replaces the target folder as a whole. A partial build (`--only`, `--limit`) replaces
-    just the files it wrote, each atomically, and keeps the rest of the previous output.
-    `selects(device)` tells per-device renderers whether a device is in `--limit`."""
+    just the files it wrote, each atomically, and keeps the rest of the previous output, except the
+    folders named in `replace_dirs`, which are replaced as a whole (a family that owns a folder).
+    `selects(device)` tells per-device renderers whether a device is in `--limit`; `limited` whether
+    there is a `--limit` at all."""
 
     def __init__(self, target: Path, select: Callable[[str], bool] | None = None, partial: bool = False):
         self.selects: Callable[[str], bool] = select or (lambda name: True)
+        self.limited = select is not None
         self.partial = partial
         self.target = self._check_target(target)
         if not partial and self.target.is_dir() and not (self.target / OWN_FILE).is_file() \
                 and any(self.target.iterdir()):
             raise OutputError(f"--out {target} is a folder with other files and no {OWN_FILE}: railforge replaces "
                               "the whole output folder, so give a new or empty folder (nothing was written)")
+        self.replace_dirs: list[str] = []
         self.stage = self.target.parent / f".{self.target.name}.staging-{os.getpid()}"
         sweep_stale_stages(self.target.parent, self.target.name)
         try:
@@ -162,6 +166,7 @@ class Output:
         """An Output for a worker process: the same staging folder, its own list of written files."""
         clone = object.__new__(Output)
         clone.target, clone.stage, clone.partial = self.target, self.stage, self.partial
+        clone.limited, clone.replace_dirs = self.limited, []
         clone.selects = select
         clone.written = []
         clone._dirs = set(self._dirs)
@@ -170,7 +175,18 @@ class Output:
     def _merge(self) -> None:
         if self.target.is_symlink() or (self.target.exists() and not self.target.is_dir()):
             raise OutputError(f"{self.target} is not a folder; nothing was written")
+        replaced = [] if self.limited else [rel for rel in self.replace_dirs if (self.stage / rel).is_dir()]
+        for rel in replaced:
+            old = self.target / f".{PurePosixPath(rel).name}.old-{os.getpid()}"
+            if (self.target / rel).exists():
+                os.rename(self.target / rel, old)
+            (self.target / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.rename(self.stage / rel, self.target / rel)
+            shutil.rmtree(old, ignore_errors=True)
+        moved = tuple(f"{rel}/" for rel in replaced)
         for rel in self.written:
+            if rel.startswith(moved):
+                continue
             dest = self.target / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             os.replace(self.stage / rel, dest)

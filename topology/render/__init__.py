@@ -12,13 +12,16 @@ from topology.plan import Plan
 @dataclass(frozen=True)
 class Family:
     """An artifact family. `per_device` families honour `--limit` through `Output.selects`;
-    `shardable` ones render every device independently, so workers can split them by device."""
+    `shardable` ones render every device independently, so workers can split them by device.
+    `owns` names output folders the family writes entirely: `--only` replaces them as a whole, so no
+    stale file from an earlier build stays behind."""
 
     name: str
     description: str
     render: Callable[[Plan, Output], None]
     per_device: bool = False
     shardable: bool = False
+    owns: tuple[str, ...] = ()
 
 
 def families() -> list[Family]:
@@ -42,8 +45,8 @@ def families() -> list[Family]:
 
     return [
         Family("plan", "plan.json, the contract every other artifact reads", plan_json.render),
-        Family("inventory", "Ansible inventory (hosts.yml, nodes/su*.yml, group_vars) and a Kubespray export",
-               inventory.render, per_device=True),
+        Family("inventory", "Ansible inventory (hosts.yml, host_vars/*.json, group_vars) and a Kubespray export",
+               inventory.render, per_device=True, owns=("ansible",)),
         Family("cabling", "cabling.xlsx, cabling.csv and per-rack pull sheets", cabling.render),
         Family("ipplan", "ipplan.csv, ipplan-pools.csv (headroom per pool) and asnplan.csv", ipplan.render),
         Family("bom", "bom.csv: switches, hosts, transceivers, cables, fibre, NIC ports", bom.render),

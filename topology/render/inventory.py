@@ -1,8 +1,11 @@
-"""The Ansible inventory: hosts grouped by role, SU and fabric, each node's rails, bond and BMC as
-inline host vars in one file per SU; group_vars with the QoS profile. Also the Kubespray groups."""
+"""The Ansible inventory, laid out so Ansible reads only what a run needs: a groups-only `hosts.yml`
+(switches and UFM carry just `ansible_host`), one `host_vars/<host>.json` per node and management host
+with its rails, bond, BMC and topology (Ansible tries JSON before YAML, so these load at JSON speed),
+and `group_vars/all/` split by topic. Also the Kubespray groups."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 
 from topology.output import Output
@@ -26,32 +29,35 @@ def _host_ip(dev: Device) -> str | None:
     return None
 
 
+def _name_only(devices: list[Device]) -> dict:
+    return {d.name: None for d in devices}
+
+
 def inventory_groups(plan: Plan) -> dict:
-    """Every group and its members, except the GPU nodes, which the per-SU files add to their SU group."""
+    """Every group and its members. Nodes and management hosts have their vars in host_vars/."""
     mgmt = plan.devices_by_role("mgmt")
-    sus = sorted({n.su for n in plan.devices_by_role("node")})
+    by_su: dict[int, list[Device]] = {}
+    for node in plan.devices_by_role("node"):
+        by_su.setdefault(node.su, []).append(node)
     children: dict[str, dict] = {
-        "nodes": {"children": {f"su{su:03d}": None for su in sus}},
-        "mgmt": {"hosts": {m.name: host_vars(m) for m in mgmt}},
+        "nodes": {"children": {f"su{su:03d}": None for su in sorted(by_su)}},
+        "mgmt": {"hosts": _name_only(mgmt)},
         "ufm": {"hosts": {u.name: ({"ansible_host": _host_ip(u)} if _host_ip(u) else None)
                           for u in plan.devices_by_role("ufm")}},
         f"fabric_{plan.cluster.fabric}": {"children": {"nodes": None}},
     }
+    for su, nodes in sorted(by_su.items()):
+        children[f"su{su:03d}"] = {"hosts": _name_only(nodes)}
     for role, group in SWITCH_GROUPS.items():
         members = {d.name: ({"ansible_host": _host_ip(d)} if d.mgmt_address else None)
                    for d in plan.devices if d.role == role}
         if members:
             children.setdefault(group, {"hosts": {}})["hosts"].update(members)
-    children["kube_control_plane"] = {"hosts": {m.name: None for m in mgmt}}
-    children["etcd"] = {"hosts": {m.name: None for m in mgmt}}
+    children["kube_control_plane"] = {"hosts": _name_only(mgmt)}
+    children["etcd"] = {"hosts": _name_only(mgmt)}
     children["kube_node"] = {"children": {"nodes": None}}
     children["k8s_cluster"] = {"children": {"kube_control_plane": None, "kube_node": None}}
     return {"all": {"children": children}}
-
-
-def su_inventory(su: int, nodes: list[Device]) -> dict:
-    """One SU's GPU nodes with their host vars inline (one file per SU keeps huge clusters fast to write)."""
-    return {"all": {"children": {f"su{su:03d}": {"hosts": {n.name: host_vars(n) for n in nodes}}}}}
 
 
 def host_vars(dev: Device) -> dict:
@@ -66,14 +72,21 @@ def host_vars(dev: Device) -> dict:
     return out
 
 
-def group_vars(plan: Plan) -> dict:
+def group_vars(plan: Plan) -> dict[str, dict]:
+    """group_vars/all split by topic: file stem -> its variables."""
     return {
-        "railforge_cluster": plan.cluster.name,
-        "railforge_fabric": plan.cluster.fabric,
-        "railforge_qos": asdict(plan.qos),
-        "railforge_gpus_per_node": plan.cluster.gpus_per_node,
-        "railforge_nvswitch": plan.cluster.nvswitch,
+        "cluster": {
+            "railforge_cluster": plan.cluster.name,
+            "railforge_fabric": plan.cluster.fabric,
+            "railforge_gpus_per_node": plan.cluster.gpus_per_node,
+            "railforge_nvswitch": plan.cluster.nvswitch,
+        },
+        "qos": {"railforge_qos": asdict(plan.qos)},
     }
+
+
+def host_vars_json(dev: Device) -> str:
+    return json.dumps(host_vars(dev), indent=1) + "\n"
 
 
 def kubespray_inventory(plan: Plan) -> dict:
@@ -91,14 +104,12 @@ def kubespray_inventory(plan: Plan) -> dict:
 
 
 def render(plan: Plan, out: Output) -> None:
-    by_su: dict[int, list[Device]] = {}
-    for dev in plan.devices_by_role("node"):
-        by_su.setdefault(dev.su, []).append(dev)
-    for su, nodes in sorted(by_su.items()):
-        if any(out.selects(n.name) for n in nodes):
-            out.write_text(f"ansible/nodes/su{su:03d}.yml", dumps(su_inventory(su, nodes)))
-    if out.partial:
+    for dev in plan.devices_by_role("mgmt", "node"):
+        if out.selects(dev.name):
+            out.write_text(f"ansible/host_vars/{dev.name}.json", host_vars_json(dev))
+    if out.limited:
         return
     out.write_text("ansible/hosts.yml", dumps(inventory_groups(plan)))
-    out.write_text("ansible/group_vars/all/railforge.yml", dumps(group_vars(plan)))
+    for topic, data in group_vars(plan).items():
+        out.write_text(f"ansible/group_vars/all/{topic}.yml", dumps(data))
     out.write_text("kubespray/hosts.yaml", dumps(kubespray_inventory(plan)))
