@@ -103,7 +103,8 @@ def write_floor(out: Path, work: Path) -> dict:
     wall = time.perf_counter() - start
     shutil.rmtree(dest, ignore_errors=True)
     cpu = (after.user - before.user) + (after.system - before.system)
-    return {"files": len(files), "bytes": sum(len(d) for _, d in files), "wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
+    return {"files": len(files), "bytes": sum(len(d) for _, d in files), "wall_s": round(wall, 3),
+            "cpu_s": round(cpu, 3)}
 
 
 def run_one(name: str, spec: Path, work: Path) -> dict:
@@ -165,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['ms_per_switch']:>6.2f} ms/switch", flush=True)
             f = r["floor"]
             print(f"{'':>22}floor: writing the same {f['files']} files ({f['bytes'] / 2**20:.1f} MiB) plainly: "
-                  f"wall {f['wall_s']:.2f} s  cpu {f['cpu_s']:.2f} s;  build cpu / floor cpu = {r['cpu_over_floor']:.2f}")
+                  f"wall {f['wall_s']:.2f} s  cpu {f['cpu_s']:.2f} s;  "
+                  f"build cpu / floor cpu = {r['cpu_over_floor']:.2f}")
             for stage, t in r["stages"].items():
                 print(f"{'':>22}{stage:<14} wall {t['wall_s']:>7.2f} s  cpu {t['cpu_s']:>7.2f} s")
             shutil.rmtree(work / name, ignore_errors=True)
