@@ -1,7 +1,8 @@
 """Scale benchmark: full `railforge build` (cold CLI start) for a ladder of cluster sizes.
 
 Reports wall time, CPU time, peak RSS, time per stage, milliseconds per switch, the size of every
-artifact family and the floor (CPU to write the same files again plainly, in the same run; see write_floor), prints a table and writes JSON under benchmarks/results/ so runs can be compared.
+artifact family and the floor (CPU to write the same files again plainly, in the same run; see
+write_floor), prints a table and writes JSON under benchmarks/results/ so runs can be compared.
 
     ./tasks bench                       # the whole ladder: 1K ... 131K GPUs, plus the 16K rail-plane example
     ./tasks bench --sizes 1024,16384    # a subset (GPU counts)
