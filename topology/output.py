@@ -137,8 +137,16 @@ class Output:
         return open(self.path(rel), mode, encoding="utf-8", newline="\n")
 
     def write_text(self, rel: str, text: str) -> None:
-        with self.open(rel) as fh:
-            fh.write(text)
+        self.write_bytes(rel, text.encode())
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        fd = os.open(self.path(rel), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
 
     def commit(self) -> None:
         if self.partial:

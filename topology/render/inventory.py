@@ -6,7 +6,10 @@ and `group_vars/all/` split by topic. Also the Kubespray groups."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict
+
+import orjson
 
 from topology.output import Output
 from topology.plan import Device, Plan
@@ -85,8 +88,36 @@ def group_vars(plan: Plan) -> dict[str, dict]:
     }
 
 
+_INDENT = re.compile(rb"\n( +)")
+
+
+def _halve(m: re.Match) -> bytes:
+    return b"\n" + m.group(1)[: len(m.group(1)) // 2]
+
+
+def _host_vars_objects(dev: Device) -> dict:
+    out: dict = {"ansible_host": _host_ip(dev)}
+    if dev.role == "node":
+        out["railforge_rails"] = dev.rails
+        out["railforge_topology"] = dev.topology
+    if dev.bond is not None:
+        out["railforge_bond"] = dev.bond
+    if dev.bmc is not None:
+        out["railforge_bmc"] = dev.bmc
+    return out
+
+
+def host_vars_bytes(dev: Device) -> bytes:
+    """`json.dumps(host_vars(dev), indent=1)` plus a newline, byte for byte, built by orjson (its two-space
+    indent halved); anything outside ASCII, which json escapes, takes json's own path."""
+    data = orjson.dumps(_host_vars_objects(dev), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    if not data.isascii():
+        return (json.dumps(host_vars(dev), indent=1) + "\n").encode()
+    return _INDENT.sub(_halve, data)
+
+
 def host_vars_json(dev: Device) -> str:
-    return json.dumps(host_vars(dev), indent=1) + "\n"
+    return host_vars_bytes(dev).decode()
 
 
 def kubespray_inventory(plan: Plan) -> dict:
@@ -106,7 +137,7 @@ def kubespray_inventory(plan: Plan) -> dict:
 def render(plan: Plan, out: Output) -> None:
     for dev in plan.devices_by_role("mgmt", "node"):
         if out.selects(dev.name):
-            out.write_text(f"ansible/host_vars/{dev.name}.json", host_vars_json(dev))
+            out.write_bytes(f"ansible/host_vars/{dev.name}.json", host_vars_bytes(dev))
     if out.limited:
         return
     out.write_text("ansible/hosts.yml", dumps(inventory_groups(plan)))

@@ -64,18 +64,31 @@ def _platform(sw: SwitchConfig) -> Platform:
     return load_platform(sw.sonic_platform, sw.sonic_hwsku)
 
 
+_PORT_CACHE: dict[tuple, tuple] = {}
+
+
+def _platform_port(platform: Platform, index: int, breakout: str, sub: int) -> tuple:
+    """(SonicPort, its lanes as a list, its lanes as config_db writes them), looked up once per platform port."""
+    key = (platform.name, platform.hwsku, index, breakout, sub)
+    hit = _PORT_CACHE.get(key)
+    if hit is None:
+        sp = platform.lookup(index, breakout, sub)
+        hit = _PORT_CACHE[key] = (sp, list(sp.lanes), ",".join(str(x) for x in sp.lanes))
+    return hit
+
+
 def _ports(sw: SwitchConfig) -> tuple[dict, dict]:
     platform = _platform(sw)
     port, breakout = {}, {}
     for i in sw.interfaces:
         if i.role == "mgmt" or not i.lanes:
             continue
-        sp = platform.lookup(i.index, i.breakout, i.sub)
-        if (sp.name, list(sp.lanes)) != (i.name, i.lanes):
+        sp, sp_lanes, lanes = _platform_port(platform, i.index, i.breakout, i.sub)
+        if sp.name != i.name or sp_lanes != i.lanes:
             raise PlatformMismatch(f"{sw.hostname}: plan port {i.name} (lanes {i.lanes}) is {sp.name} (lanes "
-                                   f"{list(sp.lanes)}) on {platform.name}; rebuild the plan")
+                                   f"{sp_lanes}) on {platform.name}; rebuild the plan")
         entry = {"admin_status": "up" if i.enabled else "down", "alias": sp.alias, "index": sp.index,
-                 "lanes": ",".join(str(x) for x in sp.lanes), "mtu": str(i.mtu), "speed": str(i.speed_mbps)}
+                 "lanes": lanes, "mtu": str(i.mtu), "speed": str(i.speed_mbps)}
         if i.speed_mbps >= RS_FEC_MIN_MBPS:
             entry["fec"] = "rs"
         if i.description:
@@ -235,7 +248,7 @@ def frr_conf(sw: SwitchConfig) -> str:
 
 def render(plan: Plan, out: Output) -> None:
     for sw in build_models(plan, nos="sonic", select=out.selects):
-        with out.open(f"configs/{sw.hostname}/config_db.json", "wb") as fh:
-            fh.write(orjson.dumps(config_db(sw), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+        out.write_bytes(f"configs/{sw.hostname}/config_db.json", orjson.dumps(
+            config_db(sw), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE))
         if sw.asn is not None:
             out.write_text(f"configs/{sw.hostname}/frr.conf", frr_conf(sw))
