@@ -17,12 +17,12 @@ def _on_sigint(signum: int, frame: object) -> None:
 
 
 def main() -> None:
-    signal.signal(signal.SIGINT, _on_sigint)
     try:
+        signal.signal(signal.SIGINT, _on_sigint)  # a SIGINT during this call is still Python's KeyboardInterrupt
         from topology.cli import app
 
         app()
-    except Interrupted:
+    except (Interrupted, KeyboardInterrupt):
         _last_words("railforge: interrupted")
         os._exit(130)
     except Exception as exc:
