@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -159,11 +158,7 @@ def _pod_conf(running: Path, tmp: Path, nodes: list[str]) -> Path:
             "name": "rails", "tasks_from": "pod_cni"}, "vars": {
             "rails_pod_cni_dir": f"{tmp}/{{{{ inventory_hostname }}}}/net.d",
             "rails_pod_cni_data_dir": f"{tmp}/{{{{ inventory_hostname }}}}/ipam"}}]}]))
-    inventory = tmp / "inventory"  # only the two SUs' files: the 16K inventory takes minutes to load
-    shutil.copytree(running / "ansible" / "group_vars", inventory / "group_vars")
-    (inventory / "nodes").mkdir()
-    for su in ("su001", "su002"):
-        shutil.copyfile(running / "ansible" / "nodes" / f"{su}.yml", inventory / "nodes" / f"{su}.yml")
+    inventory = running / "ansible"  # groups-only hosts.yml: Ansible reads host_vars of the targeted hosts only
     proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory),
                            str(play), "-e", f"ansible_python_interpreter={sys.executable}"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)

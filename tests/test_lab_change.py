@@ -65,6 +65,7 @@ def test_grow_by_an_su_then_rma_a_spine_without_touching_the_rest(builds, tmp_pa
     t0 = time.monotonic()
     proc = _lab("grow", "--to", str(three), "--json", str(tmp_path / "grow.json"), out=two, check=False)
     grow_s = time.monotonic() - t0
+    assert (tmp_path / "grow.json").is_file(), proc.stdout + proc.stderr
     grow = json.loads((tmp_path / "grow.json").read_text())
     print(f"lab up {up_s:.1f} s, grow {grow_s:.1f} s: {json.dumps(grow)}")
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -19,7 +19,7 @@ from rich.table import Table
 
 from topology.change.compare import compare as compare_plans
 from topology.lab import checks, daemons, fabric, failure, hitless, ibsim, runner
-from topology.lab.scope import LabTopology, ScopeError, lab_topology
+from topology.lab.scope import LabTopology, ScopeError, lab_topology, parse_sus
 from topology.lab.shell import CommandError, ns_pids
 from topology.lab.state import LabState, load_state
 from topology.plan import Plan
@@ -252,8 +252,9 @@ def grow(cluster: ClusterArg, to: GrowTo, out: OutOpt = None, prefix: PrefixOpt 
                    f"{to}`")
     o = state.options
     try:
-        new_topo = lab_topology(new, o["sus"] + new.cluster.sus - plan.cluster.sus, o["spines"], o["hosts_per_su"],
-                                state.prefix)
+        grown = parse_sus(o["sus"], plan.cluster.sus) + list(range(plan.cluster.sus + 1, new.cluster.sus + 1))
+        new_topo = lab_topology(new, ",".join(map(str, grown)), o["spines"], o["hosts_per_su"], state.prefix,
+                                o.get("superspines", "all"), o.get("parallel", "all"))
     except ScopeError as exc:
         raise _err(str(exc)) from None
     old_dir, new_dir = Path(o["generated"]) / "configs", to / "configs"
@@ -273,7 +274,7 @@ def grow(cluster: ClusterArg, to: GrowTo, out: OutOpt = None, prefix: PrefixOpt 
                 highlight=False)
         t1 = time.monotonic()
         added, cables = hitless.add_devices(state, topo, new_topo, new_dir)
-        o.update(sus=new_topo_sus(new_topo), generated=str(to))
+        o.update(sus=",".join(map(str, grown)), generated=str(to))
         state.save()
         with checks.FabricFib(new_topo) as fibs:
             converged = checks.wait_fib(fibs, checks.expected_fib(new_topo, set()), timeout=wait)
@@ -300,10 +301,6 @@ def grow(cluster: ClusterArg, to: GrowTo, out: OutOpt = None, prefix: PrefixOpt 
               "new_su_pairs": len(reach), "new_su_unreachable": [r.subject for r in reach if not r.ok]}
     ok = converged is not None and not rep.reset and tx > 0 and tx == rx and reach and all(r.ok for r in reach)
     _finish(result, json_out, bool(ok))
-
-
-def new_topo_sus(topo: LabTopology) -> int:
-    return len({d.su for d in topo.leaves()})
 
 
 @lab_app.command()

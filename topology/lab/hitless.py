@@ -18,6 +18,7 @@ from pathlib import Path
 
 from topology.lab import daemons, fabric
 from topology.lab.checks import ping_pairs
+from topology.lab.runner import config_file, frr_text
 from topology.lab.scope import LabTopology
 from topology.lab.shell import CommandError, in_ns, ip, run
 from topology.lab.state import LabState
@@ -162,8 +163,8 @@ def add_devices(state: LabState, old: LabTopology, new: LabTopology, configs: Pa
                 fabric.configure_ports(new, dev, ports)
                 announce(state, dev.name, new.ports_of(dev.name))
     new_switches = [d.name for d in sub.switches]
-    for name in new_switches:
-        daemons.start_frr(state, new.ns(name), name, configs / name / "frr.conf")
+    for sw in sub.switches:
+        daemons.start_frr(state, new.ns(sw.name), sw.name, frr_text(config_file(configs, sw)))
     daemons.boot_frr(state, new_switches)
     for dev in added:
         daemons.start_lldpd(state, new.ns(dev.name), dev.name, new.ports_of(dev.name))
@@ -205,7 +206,7 @@ def replace_switch(state: LabState, topo: LabTopology, name: str, configs: Path)
         far = link.b if link.a.device == name else link.a
         far_dev = next(x for x in topo.devices() if x.name == far.device)
         fabric.configure_ports(topo, far_dev, {far.port})
-    daemons.start_frr(state, ns, name, configs / name / "frr.conf")
+    daemons.start_frr(state, ns, name, frr_text(config_file(configs, dev)))
     daemons.boot_frr(state, [name])
     daemons.start_lldpd(state, ns, name, topo.ports_of(name))
     state.save()

@@ -16,6 +16,7 @@ from topology.lab.memory import memory_problems
 from topology.lab.scope import LabTopology
 from topology.lab.shell import ip, namespaces
 from topology.lab.state import LabState, load_state, run_dir
+from topology.plan import Device
 
 Log = Callable[[str], None]
 
@@ -38,8 +39,7 @@ def preflight(topo: LabTopology, configs: Path) -> dict[str, str]:
     for binary in [str(daemons.FRR_DIR / d) for d in daemons.FRR_DAEMONS] + ["vtysh", "lldpd", "lldpcli"]:
         if shutil.which(binary) is None:
             problems.append(f"{binary} not found: apt-get install frr lldpd")
-    confs = {sw.name: configs / sw.name / ("startup.yaml" if sw.nos == "cumulus" else "frr.conf")
-             for sw in topo.switches}
+    confs = {sw.name: config_file(configs, sw) for sw in topo.switches}
     problems += [f"{p} missing: run `railforge build` first" for p in confs.values() if not p.is_file()]
     problems += memory_problems(topo)
     if load_state(topo.cluster, topo.prefix) is not None:
@@ -71,6 +71,11 @@ def interruptible() -> Iterator[None]:
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def config_file(configs: Path, switch: Device) -> Path:
+    """The generated file a lab switch boots from: its frr.conf, or its NVUE startup.yaml on Cumulus."""
+    return configs / switch.name / ("startup.yaml" if switch.nos == "cumulus" else "frr.conf")
 
 
 def frr_text(conf: Path) -> str:
