@@ -85,12 +85,26 @@ class TreeMemory(threading.Thread):
             time.sleep(0.1)
 
 
+def settle() -> None:
+    """Start every measured step from the same kernel state: dirty pages written back and, where allowed (root),
+    the page, dentry and inode caches dropped. On this VM the kernel's CPU cost of creating files grows with what
+    earlier steps left in the page cache (measured: the same floor write took 2.3 s of CPU after a drop and
+    8.9 s right after), which would otherwise decide the build-to-floor ratio."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as fh:
+            fh.write("3\n")
+    except OSError:
+        pass
+
+
 def write_floor(out: Path, work: Path) -> dict:
     """CPU and wall to write the build's files again, same folders, names and bytes, one plain
     open/write/close each: what any tool must at least pay to produce this output."""
     files = [(p.relative_to(out), p.read_bytes()) for p in sorted(out.rglob("*")) if p.is_file()]
     dest = work / "floor"
     shutil.rmtree(dest, ignore_errors=True)
+    settle()
     before, start = os.times(), time.perf_counter()
     made: set[Path] = set()
     for rel, data in files:
@@ -108,10 +122,13 @@ def write_floor(out: Path, work: Path) -> dict:
             "cpu_s": round(cpu, 3)}
 
 
-def run_one(name: str, spec: Path, work: Path) -> dict:
+def run_one(name: str, spec: Path, work: Path, jobs: int | None = None) -> dict:
     out = work / name
     timings = work / f"{name}.timings.json"
     cmd = [sys.executable, "-m", "topology", "build", str(spec), "--out", str(out), "--timings", str(timings)]
+    if jobs:
+        cmd += ["--jobs", str(jobs)]
+    settle()
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     memory = TreeMemory(proc.pid)
@@ -150,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", help="comma-separated GPU counts from the ladder", default=None)
     parser.add_argument("--no-railplane", action="store_true", help="skip the bundled 16K rail-plane example")
+    parser.add_argument("--jobs", type=int, default=None, help="pass --jobs to railforge build (default: its own)")
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else list(LADDER)
@@ -159,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = [] if args.no_railplane else [("roce-16k-railplane", RAILPLANE)]
         runs += [(f"gpu-{g}", ladder_spec(g, work)) for g in sizes]
         for name, spec in runs:
-            r = run_one(name, spec, work)
+            r = run_one(name, spec, work, args.jobs)
             results.append(r)
             print(f"{name:>20}  {r['gpus']:>7} GPUs  {r['switches']:>6} switches  {r['links']:>7} links  "
                   f"wall {r['wall_s']:>7.2f} s  cpu {r['cpu_s']:>7.2f} s  rss {r['peak_rss_mib']:>7.1f} MiB  "

@@ -21,17 +21,17 @@ _handoff: dict = {}
 
 @dataclass(frozen=True)
 class Job:
-    family: str
+    families: tuple[str, ...]
     shard: int
     shards: int
+    weight: float
 
 
 @dataclass
 class JobResult:
     job: Job
     written: list[str]
-    wall_s: float
-    cpu_s: float
+    seconds: dict[str, tuple[float, float]]  # family -> (wall, cpu)
 
 
 def _leave_sigint_to_parent() -> None:
@@ -40,7 +40,6 @@ def _leave_sigint_to_parent() -> None:
 
 def _run(job: Job) -> JobResult:
     plan: Plan = _handoff["plan"]
-    fam: Family = _handoff["families"][job.family]
     parent: Output = _handoff["output"]
     select = parent.selects
     if job.shards > 1:
@@ -51,17 +50,34 @@ def _run(job: Job) -> JobResult:
             return order.get(name, 0) % job.shards == job.shard and base(name)
 
     out = parent.worker(select)
-    wall, cpu = time.perf_counter(), time.process_time()
-    fam.render(plan, out)
-    return JobResult(job, out.written, time.perf_counter() - wall, time.process_time() - cpu)
+    seconds = {}
+    for name in job.families:
+        wall, cpu = time.perf_counter(), time.process_time()
+        _handoff["families"][name].render(plan, out)
+        seconds[name] = (time.perf_counter() - wall, time.process_time() - cpu)
+    return JobResult(job, out.written, seconds)
 
 
 def jobs_for(families: list[Family], workers: int) -> list[Job]:
-    jobs = []
+    """One job per family, per shard of a shardable family, and per group of families sharing a view; the
+    heaviest first (ties keep the families' order)."""
+    jobs: list[Job] = []
+    grouped: dict[str, list[Family]] = {}
     for fam in families:
+        if fam.shares:
+            grouped.setdefault(fam.shares, []).append(fam)
+    done: set[str] = set()
+    for fam in families:
+        if fam.shares:
+            if fam.shares in done:
+                continue
+            done.add(fam.shares)
+            group = grouped[fam.shares]
+            jobs.append(Job(tuple(f.name for f in group), 0, 1, sum(f.weight for f in group)))
+            continue
         shards = workers if fam.shardable and workers > 1 else 1
-        jobs.extend(Job(fam.name, k, shards) for k in range(shards))
-    return jobs
+        jobs.extend(Job((fam.name,), k, shards, fam.weight / shards) for k in range(shards))
+    return sorted(jobs, key=lambda j: -j.weight)
 
 
 def render_parallel(plan: Plan, families: list[Family], output: Output, workers: int) -> dict[str, dict]:
@@ -83,9 +99,10 @@ def render_parallel(plan: Plan, families: list[Family], output: Output, workers:
             for fut in futures:
                 r = fut.result()
                 output.written.extend(r.written)
-                s = stages.setdefault(r.job.family, {"wall_s": 0.0, "cpu_s": 0.0})
-                s["wall_s"] = round(max(s["wall_s"], r.wall_s), 4)
-                s["cpu_s"] = round(s["cpu_s"] + r.cpu_s, 4)
+                for name, (wall, cpu) in r.seconds.items():
+                    s = stages.setdefault(name, {"wall_s": 0.0, "cpu_s": 0.0})
+                    s["wall_s"] = round(max(s["wall_s"], wall), 4)
+                    s["cpu_s"] = round(s["cpu_s"] + cpu, 4)
     finally:
         _handoff.clear()
         gc.unfreeze()

@@ -276,6 +276,9 @@ class Plan:
     reliability: Reliability
     tenants: list[Tenant]
     schema_version: int = SCHEMA_VERSION
+    views: dict = field(default_factory=dict, repr=False, compare=False)
+    """Read-only tables derived from this plan by renderers (e.g. the address table), computed once per process
+    and shared by the families that need them; never written to plan.json."""
 
     def device_index(self) -> dict[str, Device]:
         return {d.name: d for d in self.devices}

@@ -110,7 +110,7 @@ def report_markdown(plan: Plan) -> str:
     c = plan.cluster
     rel = plan.reliability
     bom = bill_of_materials(plan)
-    _, usage = address_table(plan, with_rows=False)
+    _, usage = address_table(plan)
     out = [f"# Design report: {c.name}", ""]
     out += _table(("GPUs", "nodes", "GPUs/node", "SUs (design max)", "nodes/SU", "rails", "compute fabric", "tiers",
                    "mode", "node model"),

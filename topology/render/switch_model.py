@@ -168,14 +168,17 @@ class PlanIndex:
             self.far_end[(link.a.device, link.a.port)] = (link, link.b.device, link.b.port)
             self.far_end[(link.b.device, link.b.port)] = (link, link.a.device, link.a.port)
         self.pools = {p.name: p.prefix for p in plan.pools}
-        self.hcas: dict[tuple[str, str], str] = {}
-        for link in plan.links:
-            host = self.devices.get(link.a.device)
-            if link.tier == "node-leaf" and link.fabric == "compute" and host is not None:
-                port = next(p for p in host.ports if p.name == link.a.port)
-                self.hcas[(host.name, port.name)] = host_hca(host, port)
         peerlinked = {link.fabric for link in plan.links if link.tier.endswith("peer")}
         self.evpn_fabrics = {d.fabric for d in plan.devices if d.mlag_peer} - peerlinked
+
+    def peer_hca(self, link: Link, peer_name: str, peer_port: str) -> str | None:
+        """The RDMA device behind a host's compute rail port at the far end of `link` (hosts are link A ends)."""
+        if link.tier != "node-leaf" or link.fabric != "compute" or link.a.device != peer_name:
+            return None
+        host = self.devices.get(peer_name)
+        if host is None:
+            return None
+        return host_hca(host, next(p for p in host.ports if p.name == peer_port))
 
 
 _RANKS = {r: TIER_RANK[r.rsplit("-", 1)[-1]] for r in SWITCH_ROLES}
@@ -242,7 +245,7 @@ def build_switch(dev: Device, idx: PlanIndex) -> SwitchConfig:
             link, iface.peer_device, iface.peer_port = far
             iface.cable, iface.length_m = link.id, link.length_m
             iface.peer_role = peer.role if peer is not None else None
-            iface.peer_hca = idx.hcas.get((iface.peer_device, iface.peer_port))
+            iface.peer_hca = idx.peer_hca(link, iface.peer_device, iface.peer_port)
         interfaces.append(iface)
         if role == "mgmt" and peer is not None and peer.host_subnets:
             mgmt_gateway = peer.host_subnets[0].gateway
@@ -291,8 +294,12 @@ def _pair(dev: Device, interfaces: list[Interface], idx: PlanIndex) -> Pair | No
 
 def build_models(plan: Plan, nos: str | None = None,
                  select: Callable[[str], bool] | None = None) -> Iterator[SwitchConfig]:
-    """One model per Ethernet/IB switch of the plan (optionally only those running `nos`, or selected)."""
+    """One model per Ethernet/IB switch of the plan (optionally only those running `nos`, or selected); the
+    plan-wide index is built only when some switch is wanted."""
+    chosen = [dev for dev in plan.devices
+              if dev.role in SWITCH_ROLES and (nos is None or dev.nos == nos) and (select is None or select(dev.name))]
+    if not chosen:
+        return
     idx = PlanIndex(plan)
-    for dev in plan.devices:
-        if dev.role in SWITCH_ROLES and (nos is None or dev.nos == nos) and (select is None or select(dev.name)):
-            yield build_switch(dev, idx)
+    for dev in chosen:
+        yield build_switch(dev, idx)

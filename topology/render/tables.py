@@ -174,8 +174,16 @@ class PoolUse:
 POOL_COLUMNS = ("pool", "kind", "range", "fabric", "purpose", "size", "allocated", "assigned", "free", "allocated_pct")
 
 
-def address_table(plan: Plan, with_rows: bool = True) -> tuple[list[tuple], list[PoolUse]]:
-    """Every assigned address as an ADDRESS_COLUMNS row (unless with_rows is False), and the pool utilisation."""
+def address_table(plan: Plan) -> tuple[list[tuple], list[PoolUse]]:
+    """Every assigned address as an ADDRESS_COLUMNS row, and the pool utilisation. Computed once per plan (the
+    cabling workbook, the IP plan and the report all read it; rendering in one process shares it)."""
+    hit = plan.views.get("address_table")
+    if hit is None:
+        hit = plan.views["address_table"] = _address_table(plan)
+    return hit
+
+
+def _address_table(plan: Plan) -> tuple[list[tuple], list[PoolUse]]:
     matcher = PoolMatcher(plan.pools)
     assigned: dict[str, set] = {p.name: set() for p in plan.pools}
     nets: dict[tuple[int, int], tuple[str, Pool | None]] = {}
@@ -197,9 +205,8 @@ def address_table(plan: Plan, with_rows: bool = True) -> tuple[list[tuple], list
                 key = n
             if pool is not None:
                 assigned[pool.name].add(key)
-            if with_rows:
-                rows.append((cidr, subnet or net_s, dev.name, dev.role, interface, kind, pool.name if pool else "",
-                             pool.purpose if pool else "", dev.fabric, dev.su, dev.rack))
+            rows.append((cidr, subnet or net_s, dev.name, dev.role, interface, kind, pool.name if pool else "",
+                         pool.purpose if pool else "", dev.fabric, dev.su, dev.rack))
     return rows, pool_usage(plan, {k: len(v) for k, v in assigned.items()})
 
 
