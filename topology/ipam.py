@@ -4,6 +4,7 @@ so growing a cluster appends and never renumbers."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from socket import inet_ntoa
 
 import netaddr
 
@@ -11,7 +12,7 @@ from topology.plan import AsnPool, Pool
 
 
 def int_to_ip(value: int) -> str:
-    return f"{value >> 24 & 255}.{value >> 16 & 255}.{value >> 8 & 255}.{value & 255}"
+    return inet_ntoa(value.to_bytes(4, "big"))
 
 
 class PoolExhausted(Exception):

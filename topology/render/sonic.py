@@ -158,10 +158,11 @@ def _qos(sw: SwitchConfig, db: dict) -> None:
     db["TC_TO_PRIORITY_GROUP_MAP"] = {QOS_MAP: {str(t): (str(t) if str(t) == lossless else "0") for t in range(8)}}
     db["TC_TO_QUEUE_MAP"] = {QOS_MAP: identity}
     db["MAP_PFC_PRIORITY_TO_QUEUE"] = {QOS_MAP: dict(identity)}
+    port_maps = {"dscp_to_tc_map": QOS_MAP, "tc_to_queue_map": QOS_MAP, "tc_to_pg_map": QOS_MAP,
+                 "pfc_to_queue_map": QOS_MAP, "pfc_enable": lossless, "pfcwd_sw_enable": lossless}
     qos_map = {"global": {"dscp_to_tc_map": QOS_MAP}}
     for i in active:
-        qos_map[i.name] = {"dscp_to_tc_map": QOS_MAP, "tc_to_queue_map": QOS_MAP, "tc_to_pg_map": QOS_MAP,
-                           "pfc_to_queue_map": QOS_MAP, "pfc_enable": lossless, "pfcwd_sw_enable": lossless}
+        qos_map[i.name] = port_maps
     db["PORT_QOS_MAP"] = qos_map
     th_min, th_max, prob = str(q.ecn_min_threshold_bytes), str(q.ecn_max_threshold_bytes), str(q.ecn_probability)
     db["WRED_PROFILE"] = {WRED_LOSSLESS: {
@@ -180,11 +181,13 @@ def _qos(sw: SwitchConfig, db: dict) -> None:
     lossy_pg, lossless_pg = {"profile": "ingress_lossy_profile"}, {"profile": "NULL"}
     queue, buffer_pg, buffer_queue, cable = {}, {}, {}, {}
     for i in active:
+        name = i.name
         for t, sched, buf in per_queue:
-            queue[f"{i.name}|{t}"] = sched
-            buffer_queue[f"{i.name}|{t}"] = buf
-        buffer_pg[f"{i.name}|0"] = lossy_pg
-        buffer_pg[f"{i.name}|{lossless}"] = lossless_pg
+            key = f"{name}|{t}"
+            queue[key] = sched
+            buffer_queue[key] = buf
+        buffer_pg[f"{name}|0"] = lossy_pg
+        buffer_pg[f"{name}|{lossless}"] = lossless_pg
         if i.length_m is not None:
             cable[i.name] = f"{math.ceil(i.length_m)}m"
     db["QUEUE"], db["BUFFER_PG"], db["BUFFER_QUEUE"] = queue, buffer_pg, buffer_queue
