@@ -59,6 +59,28 @@ def test_any_folder_same_inventory_no_warnings(roce_inventory: Path, tmp_path: P
     assert "cluster.yaml" not in json.dumps(at_root)
 
 
+def test_site_vars_beside_the_playbook_reach_every_host(roce_inventory: Path, tmp_path: Path) -> None:
+    """The place the role READMEs give for site variables (a mirror URL): `<playbook dir>/group_vars/all/`, which a
+    build never writes. Ansible reads it with the generated inventory and ranks it above the inventory's
+    group_vars/all (a generated variable set there wins)."""
+    require_tool("ansible-inventory")
+    site = tmp_path / "playbooks" / "group_vars" / "all"
+    site.mkdir(parents=True)
+    generated = yaml.safe_load((roce_inventory / "ansible" / "group_vars" / "all" / "cluster.yml").read_text())
+    overridden = sorted(generated)[0]
+    (site / "site.yml").write_text(f"doca_ofed_repo_url: http://mirror.example.internal/doca/\n{overridden}: site\n")
+    node = next(d.name for d in plan_of("roce-a800-4nic").devices_by_role("node"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    proc = subprocess.run([tool_path("ansible-inventory"), "-i", str(roce_inventory / "ansible"), "--playbook-dir",
+                           str(tmp_path / "playbooks"), "--host", node], capture_output=True, text=True, cwd=tmp_path,
+                          env=env, check=True)
+    host = json.loads(proc.stdout)
+    assert host["doca_ofed_repo_url"] == "http://mirror.example.internal/doca/"
+    assert host[overridden] == "site"
+    own = json.loads((roce_inventory / "ansible" / "host_vars" / f"{node}.json").read_text())
+    assert own and all(host[k] == v for k, v in own.items()), "the node's generated variables are still there"
+
+
 def test_stale_per_su_layout_is_cleaned(tmp_path: Path) -> None:
     """A build over an older one (per-SU nodes/ files, a `nodes` link) leaves no stale inventory source behind,
     and `--only inventory` writes the whole inventory: hosts.yml, host_vars and group_vars."""
