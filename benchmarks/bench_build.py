@@ -64,18 +64,11 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def _pss_kib(pid: int) -> int:
+def _proc_kib(pid: int, file: str, field: str) -> int:
+    """A kB figure of /proc/<pid>/<file> (e.g. smaps_rollup Pss:, status VmHWM:); 0 once the process is gone."""
     try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
-            return next(int(line.split()[1]) for line in fh if line.startswith("Pss:"))
-    except (OSError, StopIteration):
-        return 0
-
-
-def _hwm_kib(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+        with open(f"/proc/{pid}/{file}") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith(field))
     except (OSError, StopIteration):
         return 0
 
@@ -92,8 +85,8 @@ class TreeMemory(threading.Thread):
 
     def run(self) -> None:
         while self.running:
-            self.peak_kib = max(self.peak_kib, sum(_pss_kib(p) for p in _tree(self.pid)))
-            self.hwm_kib = max(self.hwm_kib, _hwm_kib(self.pid))
+            self.peak_kib = max(self.peak_kib, sum(_proc_kib(p, "smaps_rollup", "Pss:") for p in _tree(self.pid)))
+            self.hwm_kib = max(self.hwm_kib, _proc_kib(self.pid, "status", "VmHWM:"))
             time.sleep(0.1)
 
 
