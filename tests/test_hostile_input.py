@@ -147,7 +147,22 @@ def test_every_number_in_the_spec_has_a_range() -> None:
     """A new numeric field must say its range (Field(ge=..., le=...)); the exceptions are checked by a
     validator of their own."""
     checked_elsewhere = {("AsnBases", "compute"), ("AsnBases", "storage"), ("AsnBases", "oob")}
-    unbounded = []
+    fields = _spec_fields()
+    unbounded = [f"{model}.{name}" for model, name, field in fields if (model, name) not in checked_elsewhere
+                 for _, meta in _numeric_leaves(field.annotation) if not _bounded(meta + field.metadata)]
+    assert len({model for model, _, _ in fields}) > 15
+    assert not unbounded, f"numbers without a range: {unbounded}"
+
+
+def _walk_models(annotation: object) -> list[type[BaseModel]]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _walk_models(arg)]
+
+
+def _spec_fields() -> list[tuple[str, str, object]]:
+    """(model name, field name, field info) of every field of every model the spec reaches."""
+    out: list[tuple[str, str, object]] = []
     seen: set[type] = set()
     todo: list[type[BaseModel]] = [ClusterSpec]
     while todo:
@@ -156,19 +171,9 @@ def test_every_number_in_the_spec_has_a_range() -> None:
             continue
         seen.add(model)
         for name, field in model.model_fields.items():
-            for t in _walk_models(field.annotation):
-                todo.append(t)
-            for _, meta in _numeric_leaves(field.annotation):
-                if (model.__name__, name) not in checked_elsewhere and not _bounded(meta + field.metadata):
-                    unbounded.append(f"{model.__name__}.{name}")
-    assert len(seen) > 15
-    assert not unbounded, f"numbers without a range: {unbounded}"
-
-
-def _walk_models(annotation: object) -> list[type[BaseModel]]:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    return [m for arg in typing.get_args(annotation) for m in _walk_models(arg)]
+            todo.extend(_walk_models(field.annotation))
+            out.append((model.__name__, name, field))
+    return out
 
 
 def _str_leaves(annotation: object, meta: list) -> list[list]:
@@ -187,17 +192,8 @@ def test_every_string_in_the_spec_is_a_checked_type() -> None:
     """A new text field uses one of the shared types (DeviceName, ModelName, Label, Text, ...) or a Literal,
     so names that reach files and configs stay one safe token."""
     checked_elsewhere = {("NicGroup", "ifnames"), ("NicGroup", "hcas")}
-    loose, seen, todo = [], set(), [ClusterSpec]
-    while todo:
-        model = todo.pop()
-        if model in seen:
-            continue
-        seen.add(model)
-        for name, field in model.model_fields.items():
-            todo.extend(_walk_models(field.annotation))
-            for meta in _str_leaves(field.annotation, list(field.metadata)):
-                if (model.__name__, name) not in checked_elsewhere and not _bounded(meta):
-                    loose.append(f"{model.__name__}.{name}")
+    loose = [f"{model}.{name}" for model, name, field in _spec_fields() if (model, name) not in checked_elsewhere
+             for meta in _str_leaves(field.annotation, list(field.metadata)) if not _bounded(meta)]
     assert not loose, f"plain str fields (use DeviceName, ModelName, Label or Text): {loose}"
 
 

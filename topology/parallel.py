@@ -61,22 +61,14 @@ def _run(job: Job) -> JobResult:
 def jobs_for(families: list[Family], workers: int) -> list[Job]:
     """One job per family, per shard of a shardable family, and per group of families sharing a view; the
     heaviest first (ties keep the families' order)."""
+    groups: dict[str, list[Family]] = {}
+    for fam in families:
+        groups.setdefault(fam.shares or fam.name, []).append(fam)
     jobs: list[Job] = []
-    grouped: dict[str, list[Family]] = {}
-    for fam in families:
-        if fam.shares:
-            grouped.setdefault(fam.shares, []).append(fam)
-    done: set[str] = set()
-    for fam in families:
-        if fam.shares:
-            if fam.shares in done:
-                continue
-            done.add(fam.shares)
-            group = grouped[fam.shares]
-            jobs.append(Job(tuple(f.name for f in group), 0, 1, sum(f.weight for f in group)))
-            continue
-        shards = workers if fam.shardable and workers > 1 else 1
-        jobs.extend(Job((fam.name,), k, shards, fam.weight / shards) for k in range(shards))
+    for group in groups.values():
+        shards = workers if len(group) == 1 and group[0].shardable and workers > 1 else 1
+        names, weight = tuple(f.name for f in group), sum(f.weight for f in group)
+        jobs.extend(Job(names, k, shards, weight / shards) for k in range(shards))
     return sorted(jobs, key=lambda j: -j.weight)
 
 

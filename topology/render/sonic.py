@@ -189,7 +189,7 @@ def _qos(sw: SwitchConfig, db: dict) -> None:
         buffer_pg[f"{name}|0"] = lossy_pg
         buffer_pg[f"{name}|{lossless}"] = lossless_pg
         if i.length_m is not None:
-            cable[i.name] = f"{math.ceil(i.length_m)}m"
+            cable[name] = f"{math.ceil(i.length_m)}m"
     db["QUEUE"], db["BUFFER_PG"], db["BUFFER_QUEUE"] = queue, buffer_pg, buffer_queue
     db["CABLE_LENGTH"] = {"AZURE": cable}
 
