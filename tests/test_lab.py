@@ -116,13 +116,19 @@ def running(generated: Path):
 @pytest.mark.slow
 def test_interrupted_bring_up_leaves_nothing(generated: Path) -> None:
     prefix = "rfi-"
+    if namespaces(prefix) or lab_processes(prefix):
+        pytest.fail(f"a lab with prefix {prefix} is left from an earlier run: `railforge lab down {CLUSTER} "
+                    f"--prefix {prefix}` first ({namespaces(prefix)[:3]})")
     cmd = [sys.executable, "-c", "from topology.cli import app; app()", "lab", "up", CLUSTER, "--out",
            str(generated), "--prefix", prefix]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 60
-    while not lab_processes(prefix) and time.monotonic() < deadline:
+    while not lab_processes(prefix) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert lab_processes(prefix), "bring-up never started a daemon"
+    if not lab_processes(prefix):
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=60)
+        pytest.fail(f"bring-up started no daemon in 60 s (exit {proc.returncode}):\n{output}")
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode != 0, output
