@@ -8,6 +8,8 @@ from collections import Counter
 
 import openpyxl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import plan_of, require_tool
 
@@ -131,17 +133,43 @@ def test_workbook_writer_escapes_text_and_continues_past_the_row_limit(tmp_path,
 
     monkeypatch.setattr(xlsx, "MAX_ROWS", 4)
     wb = xlsx.Workbook(tmp_path / "t.xlsx")
-    sheet, names = wb.sheet("t", ("n", "text", "empty")), ["t"]
-    for i in range(7):
-        if sheet.full:
-            names.append(f"t-{len(names) + 1}")
-            sheet = wb.sheet(names[-1], ("n", "text", "empty"))
-        sheet.add((i, f" <a&b> {i}", None))
+    wb.table("t", ("n", "text", "plain", "empty"), [(i, f" <a&b> {i}", f"p{i}", None) for i in range(7)])
+    wb.table("none", ("n",), [])
     wb.close()
     book = openpyxl.load_workbook(tmp_path / "t.xlsx")
-    assert book.sheetnames == ["t", "t-2", "t-3"]
-    rows = [r for n in book.sheetnames for r in list(book[n].iter_rows(values_only=True))[1:]]
-    assert rows == [(i, f" <a&b> {i}", None) for i in range(7)]
+    assert book.sheetnames == ["t", "t-2", "t-3", "none"]
+    rows = [r for n in book.sheetnames[:3] for r in list(book[n].iter_rows(values_only=True))[1:]]
+    assert rows == [(i, f" <a&b> {i}", f"p{i}", None) for i in range(7)]
+    assert list(book["none"].iter_rows(values_only=True)) == [("n",)]
+
+
+_CELL_TEXT = st.text(st.sampled_from(["a", "Z", "0", " ", "\t", "\n", "&", "<", ">", "\x01", "\x7f", "\u241e",
+                                      "\xa0", "é", "|", '"']), max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_CELL_TEXT, st.one_of(_CELL_TEXT, st.none(), st.integers(-5, 5), st.floats(0, 9))),
+                max_size=12))
+def test_batched_cells_match_cell_by_cell(tmp_path_factory, rows):
+    """The column-at-a-time batches write the same XML and widths as serialising each row's cells in turn."""
+    from topology.render import xlsx
+
+    folder = tmp_path_factory.mktemp("cells")
+    wb = xlsx.Workbook(folder / "t.xlsx")
+    sheet = wb.sheet("t", ("a", "b"))
+    sheet.add_rows(rows)
+    sheet.tmp.seek(0)
+    batched, widths = sheet.tmp.read(), list(sheet.widths)
+    wb.close()
+    one = xlsx.Workbook(folder / "u.xlsx")
+    by_cell = one.sheet("t", ("a", "b"))
+    for row in rows:
+        by_cell.tmp.write("<row>" + "".join(by_cell.caches[c].get(v) or by_cell._cell(c, v)
+                                            for c, v in enumerate(row)) + "</row>")
+    by_cell.tmp.seek(0)
+    assert batched == by_cell.tmp.read()
+    assert widths == by_cell.widths
+    one.close()
 
 
 def test_libreoffice_reads_the_workbook_like_the_csv(built, tmp_path):

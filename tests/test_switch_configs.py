@@ -9,11 +9,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import orjson
 import pytest
 import yaml
 
 from tests.conftest import ROOT, plan_of, require_tool, run_cli
 from topology.build import build_plan
+from topology.render import sonic
 from topology.render.nvue import release_of, syntax
 from topology.render.switch_model import IncompletePlan, PlanIndex, build_models, build_switch
 from topology.spec import load_spec
@@ -173,6 +175,23 @@ def test_sonic_qos_comes_from_the_plan_profile_the_hosts_apply(built):
     assert all(int(p["mtu"]) == qos["switch_mtu"] for p in db["PORT"].values())
     storage = json.loads((out / "configs" / "su001-stor-leaf1a" / "config_db.json").read_text())
     assert "PORT_QOS_MAP" not in storage, "lossless RoCE QoS belongs to the compute fabric only"
+
+
+def test_sonic_qos_fragments_serialise_like_the_tables_themselves():
+    """Pre-serialised QoS tables (shared by every switch with the same ports) give the same config_db.json bytes
+    as serialising each switch's tables whole, and switches with other ports get their own."""
+    plan = plan_of("roce-a800-4nic")
+    fragments = sonic.QosFragments()
+    compute = [sw for sw in build_models(plan, nos="sonic") if sw.qos is not None]
+    assert len(compute) > 2
+    for sw in compute:
+        whole = orjson.dumps(sonic.config_db(sw), option=sonic.JSON_OPTIONS)
+        assert orjson.dumps(sonic.config_db(sw, fragments), option=sonic.JSON_OPTIONS) == whole
+    assert 1 <= len(fragments.cache) < len(compute)
+    sw = compute[0]
+    sw.interfaces = [i for i in sw.interfaces if i.role != "host"]
+    db = json.loads(orjson.dumps(sonic.config_db(sw, fragments), option=sonic.JSON_OPTIONS))
+    assert set(db["PORT_QOS_MAP"]) - {"global"} == {i.name for i in sw.interfaces if i.role in ("uplink", "downlink")}
 
 
 def test_frr_accepts_every_generated_frr_conf(built, spec_build, tmp_path):

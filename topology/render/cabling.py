@@ -4,7 +4,7 @@ cabling.csv with the same cable rows, and one pull sheet per rack (what leaves t
 from __future__ import annotations
 
 import csv
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 from topology.output import Output
 from topology.plan import Link, Plan
@@ -17,7 +17,7 @@ from topology.render.tables import (
     pool_row,
     speed_label,
 )
-from topology.render.xlsx import Sheet, Workbook
+from topology.render.xlsx import Workbook
 
 SUMMARY_COLUMNS = ("fabric", "tier", "speed", "media", "part", "length_m", "cables", "transceivers",
                    "total_length_m")
@@ -61,36 +61,21 @@ def _pull_key(row: tuple) -> tuple:
 def render(plan: Plan, out: Output) -> None:
     idx = PlanIndex(plan)
     links = idx.sorted_links()
-    wb = Workbook(out.path("cabling.xlsx"))
-    summary = wb.sheet("summary", SUMMARY_COLUMNS)
-    for r in summary_rows(links):
-        summary.add(r)
-    sheets: dict[str, Sheet] = {}
-    parts: Counter = Counter()
-    cable_rows = []
+    cable_rows = [idx.cable_row(link) for link in links]
     with out.open("cabling.csv") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(CABLE_COLUMNS)
-        for link in links:
-            sheet = sheets.get(link.fabric)
-            if sheet is None or sheet.full:
-                parts[link.fabric] += 1
-                name = link.fabric if parts[link.fabric] == 1 else f"{link.fabric}-{parts[link.fabric]}"
-                sheet = sheets[link.fabric] = wb.sheet(name, CABLE_COLUMNS)
-            row = idx.cable_row(link)
-            cable_rows.append(row)
-            w.writerow(row)
-            sheet.add(row)
+        w.writerows(cable_rows)
+    by_fabric: dict[str, list[tuple]] = {}
+    for link, row in zip(links, cable_rows, strict=True):
+        by_fabric.setdefault(link.fabric, []).append(row)
+    wb = Workbook(out.path("cabling.xlsx"))
+    wb.table("summary", SUMMARY_COLUMNS, summary_rows(links))
+    for fabric, rows in by_fabric.items():
+        wb.table(fabric, CABLE_COLUMNS, rows)
     rows, usage = address_table(plan)
-    ip = wb.sheet("ip-plan", ADDRESS_COLUMNS)
-    for r in rows:
-        if ip.full:
-            parts["ip-plan"] += 1
-            ip = wb.sheet(f"ip-plan-{parts['ip-plan'] + 1}", ADDRESS_COLUMNS)
-        ip.add(r)
-    pools = wb.sheet("pools", POOL_COLUMNS)
-    for u in usage:
-        pools.add(pool_row(u))
+    wb.table("ip-plan", ADDRESS_COLUMNS, rows)
+    wb.table("pools", POOL_COLUMNS, [pool_row(u) for u in usage])
     wb.close()
     for rack, prow in sorted(_pull_rows(cable_rows).items()):
         prow.sort(key=_pull_key)

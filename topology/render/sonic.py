@@ -23,16 +23,19 @@ else that runs it (the lab) applies the same addresses from the plan.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import astuple
 from pathlib import Path
 
 import jinja2
 import orjson
 
 from topology.output import Output
-from topology.plan import Plan
+from topology.plan import Plan, Qos
 from topology.render.switch_model import PEERLINK_VLAN, SwitchConfig, build_models, rank
 from topology.spec.sonic_platform import Platform, load_platform
 
+JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 QOS_MAP = "RAILFORGE"
 WRED_LOSSLESS = "RAILFORGE_LOSSLESS"
 SAG_MAC = "00:00:5e:00:01:01"
@@ -147,13 +150,13 @@ def _l2(sw: SwitchConfig, db: dict) -> None:
         db["VLAN"], db["VLAN_MEMBER"], db["VLAN_INTERFACE"] = vlan, member, svi
 
 
-def _qos(sw: SwitchConfig, db: dict) -> None:
-    q = sw.qos
+def qos_tables(q: Qos, active: tuple[str, ...]) -> dict[str, dict]:
+    """The QoS tables of a switch whose enabled fabric and host ports are `active` (CABLE_LENGTH aside)."""
     lossless, cnp = str(q.lossless_priority), str(q.cnp_priority)
-    active = [i for i in sw.interfaces if i.enabled and i.role in ("uplink", "downlink", "host")]
     dscp = {str(d): "0" for d in range(64)}
     dscp[str(q.roce_dscp)], dscp[str(q.cnp_dscp)] = lossless, cnp
     identity = {str(t): str(t) for t in range(8)}
+    db: dict[str, dict] = {}
     db["DSCP_TO_TC_MAP"] = {QOS_MAP: dscp}
     db["TC_TO_PRIORITY_GROUP_MAP"] = {QOS_MAP: {str(t): (str(t) if str(t) == lossless else "0") for t in range(8)}}
     db["TC_TO_QUEUE_MAP"] = {QOS_MAP: identity}
@@ -161,8 +164,8 @@ def _qos(sw: SwitchConfig, db: dict) -> None:
     port_maps = {"dscp_to_tc_map": QOS_MAP, "tc_to_queue_map": QOS_MAP, "tc_to_pg_map": QOS_MAP,
                  "pfc_to_queue_map": QOS_MAP, "pfc_enable": lossless, "pfcwd_sw_enable": lossless}
     qos_map = {"global": {"dscp_to_tc_map": QOS_MAP}}
-    for i in active:
-        qos_map[i.name] = port_maps
+    for name in active:
+        qos_map[name] = port_maps
     db["PORT_QOS_MAP"] = qos_map
     th_min, th_max, prob = str(q.ecn_min_threshold_bytes), str(q.ecn_max_threshold_bytes), str(q.ecn_probability)
     db["WRED_PROFILE"] = {WRED_LOSSLESS: {
@@ -179,22 +182,44 @@ def _qos(sw: SwitchConfig, db: dict) -> None:
                   {"profile": "egress_lossless_profile" if str(t) == lossless else "egress_lossy_profile"})
                  for t in range(8)]
     lossy_pg, lossless_pg = {"profile": "ingress_lossy_profile"}, {"profile": "NULL"}
-    queue, buffer_pg, buffer_queue, cable = {}, {}, {}, {}
-    for i in active:
-        name = i.name
+    queue, buffer_pg, buffer_queue = {}, {}, {}
+    for name in active:
         for t, sched, buf in per_queue:
             key = f"{name}|{t}"
             queue[key] = sched
             buffer_queue[key] = buf
         buffer_pg[f"{name}|0"] = lossy_pg
         buffer_pg[f"{name}|{lossless}"] = lossless_pg
-        if i.length_m is not None:
-            cable[name] = f"{math.ceil(i.length_m)}m"
     db["QUEUE"], db["BUFFER_PG"], db["BUFFER_QUEUE"] = queue, buffer_pg, buffer_queue
-    db["CABLE_LENGTH"] = {"AZURE": cable}
+    return db
 
 
-def config_db(sw: SwitchConfig) -> dict:
+class QosFragments:
+    """qos_tables, serialised once per (QoS profile, active ports) and reused by every switch with the same
+    ports: these tables are most of a lossless switch's config_db.json and identical across a tier. Each table
+    is indented as orjson writes it one level down, so `orjson.Fragment` keeps the file byte-identical."""
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple, dict[str, orjson.Fragment]] = {}
+
+    def __call__(self, q: Qos, active: tuple[str, ...]) -> dict[str, orjson.Fragment]:
+        key = (astuple(q), active)
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = self.cache[key] = {
+                name: orjson.Fragment(orjson.dumps(table, option=JSON_OPTIONS).replace(b"\n", b"\n  "))
+                for name, table in qos_tables(q, active).items()}
+        return hit
+
+
+def _qos(sw: SwitchConfig, db: dict, tables: Callable[[Qos, tuple[str, ...]], dict]) -> None:
+    active = [i for i in sw.interfaces if i.role in ("uplink", "downlink", "host")]
+    db.update(tables(sw.qos, tuple(i.name for i in active)))
+    db["CABLE_LENGTH"] = {"AZURE": {i.name: f"{math.ceil(i.length_m)}m" for i in active if i.length_m is not None}}
+
+
+def config_db(sw: SwitchConfig, tables: Callable[[Qos, tuple[str, ...]], dict] = qos_tables) -> dict:
+    """config_db.json's tables for `sw`; `tables` builds the QoS tables (QosFragments: pre-serialised)."""
     meta = {"hostname": sw.hostname, "type": device_type(sw), "docker_routing_config_mode": "split-unified",
             "frr_mgmt_framework_config": "false", "buffer_model": "dynamic"}
     if sw.asn is not None:
@@ -219,7 +244,7 @@ def config_db(sw: SwitchConfig) -> dict:
         db["INTERFACE"] = intf
     _l2(sw, db)
     if sw.qos is not None:
-        _qos(sw, db)
+        _qos(sw, db, tables)
     bgp = {n.address: {"admin_status": "up", "asn": str(n.remote_asn), "name": n.peer_name,
                        "local_addr": n.local_address, "holdtime": "9", "keepalive": "3"}
            for n in sw.neighbors if n.address}
@@ -245,13 +270,23 @@ def config_db(sw: SwitchConfig) -> dict:
     return db
 
 
-def frr_conf(sw: SwitchConfig) -> str:
-    return TEMPLATES.get_template("frr.conf.j2").render(sw=sw, peerlink_svi=f"Vlan{PEERLINK_VLAN}")
+def frr_conf(sw: SwitchConfig, template: jinja2.Template | None = None) -> str:
+    """frr.conf of `sw`. The per-port and per-neighbour loops get plain tuples: a jinja2 attribute look-up
+    costs a Python call, and these loops are most of the file."""
+    evpn_mh = sw.pair is not None and sw.pair.mode == "evpn-mh"
+    ports = [(i.name, i.description, evpn_mh and i.role == "uplink")
+             for i in sw.interfaces if i.peer_device and i.role != "mgmt"]
+    peerlink_svi = f"Vlan{PEERLINK_VLAN}"
+    neighbors = [(peerlink_svi if n.peer_group == "PEER" else n.key, bool(n.address), n.peer_group, n.remote_asn,
+                  f"{n.peer_name}:{n.peer_port}") for n in sw.neighbors]
+    return (template or TEMPLATES.get_template("frr.conf.j2")).render(sw=sw, ports=ports, neighbors=neighbors)
 
 
 def render(plan: Plan, out: Output) -> None:
+    fragments = QosFragments()
+    frr_template = TEMPLATES.get_template("frr.conf.j2")
     for sw in build_models(plan, nos="sonic", select=out.selects):
-        out.write_bytes(f"configs/{sw.hostname}/config_db.json", orjson.dumps(
-            config_db(sw), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE))
+        out.write_bytes(f"configs/{sw.hostname}/config_db.json",
+                        orjson.dumps(config_db(sw, fragments), option=JSON_OPTIONS | orjson.OPT_APPEND_NEWLINE))
         if sw.asn is not None:
-            out.write_text(f"configs/{sw.hostname}/frr.conf", frr_conf(sw))
+            out.write_text(f"configs/{sw.hostname}/frr.conf", frr_conf(sw, frr_template))

@@ -6,7 +6,6 @@ Everything here is read from the plan in one pass with dict indices; nothing is 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator
 from dataclasses import dataclass
 from socket import inet_aton, inet_ntoa
 
@@ -82,39 +81,41 @@ def _with_len(address: str, prefix: str) -> str:
     return f"{address}/{prefix.rsplit('/', 1)[1]}"
 
 
-def device_addresses(dev: Device) -> Iterator[tuple[str, str | None, str, str]]:
+def device_addresses(dev: Device) -> list[tuple[str, str | None, str, str]]:
     """(address/len, subnet if the plan names it, interface, kind) of one device, each address once."""
+    out: list[tuple[str, str | None, str, str]] = []
     seen: set[str] = set()
 
-    def emit(cidr: str | None, interface: str, kind: str, subnet: str | None = None):
+    def emit(cidr: str | None, interface: str, kind: str, subnet: str | None = None) -> None:
         if cidr and cidr not in seen:
             seen.add(cidr)
-            yield cidr, subnet, interface, kind
+            out.append((cidr, subnet, interface, kind))
 
     if dev.loopback:
-        yield from emit(dev.loopback, "lo", "loopback")
+        emit(dev.loopback, "lo", "loopback")
+    bmc = dev.bmc.address if dev.bmc else None
+    port_kind = "rail" if dev.role == "node" else "p2p" if dev.loopback else "interface"
     for p in dev.ports:
         if p.address:
-            kind = ("bmc" if dev.bmc and p.address == dev.bmc.address
-                    else "mgmt" if p.address == dev.mgmt_address
-                    else "rail" if dev.role == "node" else "p2p" if dev.loopback else "interface")
-            yield from emit(p.address, p.name, kind)
+            emit(p.address, p.name, "bmc" if p.address == bmc else "mgmt" if p.address == dev.mgmt_address
+                 else port_kind)
     for hs in dev.host_subnets:
         vlan_if = f"vlan{hs.vlan}"
         if hs.address:
-            yield from emit(hs.address, vlan_if, "svi", hs.prefix)
-            yield from emit(_with_len(hs.gateway, hs.prefix), vlan_if, "anycast-gateway", hs.prefix)
+            emit(hs.address, vlan_if, "svi", hs.prefix)
+            emit(_with_len(hs.gateway, hs.prefix), vlan_if, "anycast-gateway", hs.prefix)
         else:
-            yield from emit(_with_len(hs.gateway, hs.prefix), vlan_if, "gateway", hs.prefix)
+            emit(_with_len(hs.gateway, hs.prefix), vlan_if, "gateway", hs.prefix)
     if dev.bond:
-        yield from emit(dev.bond.address, dev.bond.name, "bond")
+        emit(dev.bond.address, dev.bond.name, "bond")
         if dev.bond.storage_vlan:
             v = dev.bond.storage_vlan
-            yield from emit(v.address, f"{dev.bond.name}.{v.id}", "storage-vlan")
+            emit(v.address, f"{dev.bond.name}.{v.id}", "storage-vlan")
     if dev.mgmt_address:
-        yield from emit(dev.mgmt_address, "mgmt0", "mgmt")
-    if dev.bmc:
-        yield from emit(dev.bmc.address, "bmc", "bmc")
+        emit(dev.mgmt_address, "mgmt0", "mgmt")
+    if bmc:
+        emit(bmc, "bmc", "bmc")
+    return out
 
 
 def _v4(addr: str) -> int | None:
