@@ -122,13 +122,13 @@ def test_interrupted_bring_up_leaves_nothing(generated: Path) -> None:
     cmd = [sys.executable, "-c", "from topology.cli import app; app()", "lab", "up", CLUSTER, "--out",
            str(generated), "--prefix", prefix]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 60
-    while not lab_processes(prefix) and proc.poll() is None and time.monotonic() < deadline:
+    t0 = time.monotonic()
+    while not lab_processes(prefix) and proc.poll() is None and time.monotonic() < t0 + 120:
         time.sleep(0.05)
     if not lab_processes(prefix):
         proc.send_signal(signal.SIGINT)
         output, _ = proc.communicate(timeout=60)
-        pytest.fail(f"bring-up started no daemon in 60 s (exit {proc.returncode}):\n{output}")
+        pytest.fail(f"bring-up started no daemon in {time.monotonic() - t0:.0f} s (exit {proc.returncode}):\n{output}")
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=60)
     assert proc.returncode != 0, output
