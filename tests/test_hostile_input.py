@@ -350,7 +350,8 @@ READY = "import os, sys; from topology.entry import main; os.write(1, b'r'); mai
 def test_ctrl_c_at_start_up_is_one_line(delay: float) -> None:
     """SIGINT while the CLI is still importing its libraries (from the moment railforge's entry point runs;
     a signal inside Python's own start-up, before any railforge code, is Python's)."""
-    proc = subprocess.Popen([sys.executable, "-c", READY, "validate", str(TINY)], stdout=subprocess.PIPE,
+    spec = ROOT / "inventory" / "dgx-h100-4su" / "cluster.yaml"  # plans for seconds: the signal lands before the end
+    proc = subprocess.Popen([sys.executable, "-c", READY, "validate", str(spec)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, cwd=ROOT)
     assert proc.stdout.read(1) == b"r"
     time.sleep(delay)
@@ -363,7 +364,7 @@ def test_ctrl_c_at_start_up_is_one_line(delay: float) -> None:
 
 
 def test_ctrl_c_during_build_leaves_no_staging(tmp_path: Path) -> None:
-    spec = ROOT / "inventory" / "dgx-h100-4su" / "cluster.yaml"
+    spec = ROOT / "inventory" / "roce-16k-railplane" / "cluster.yaml"  # builds for several seconds
     out = tmp_path / "out"
     proc = subprocess.Popen([*CLI, "build", str(spec), "--out", str(out)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
