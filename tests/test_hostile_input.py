@@ -363,6 +363,16 @@ def test_ctrl_c_at_start_up_is_one_line(delay: float) -> None:
     assert err.decode().strip() == "railforge: interrupted", err
 
 
+def test_ctrl_c_after_the_command_returned_is_ignored() -> None:
+    """A finished command exits with its own status: a SIGINT during interpreter shutdown (default handler
+    restored) would otherwise kill it with -2 and no message after it had printed its result."""
+    probe = ("import signal, sys; from topology import entry; sys.argv = ['railforge', '--help']\n"
+             "try:\n    entry.main()\nexcept SystemExit as exc:\n"
+             "    print(exc.code, signal.getsignal(signal.SIGINT) is signal.SIG_IGN, file=sys.stderr)")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.stderr.split() == ["0", "True"], proc.stderr
+
+
 def test_ctrl_c_during_build_leaves_no_staging(tmp_path: Path) -> None:
     spec = ROOT / "inventory" / "roce-16k-railplane" / "cluster.yaml"  # builds for several seconds
     out = tmp_path / "out"

@@ -1,5 +1,7 @@
 """The `railforge` command's entry point: Ctrl-C at any moment (start-up included) ends it with one line and
-status 130, and an unexpected failure with one line and status 70 (RAILFORGE_DEBUG=1 shows the traceback)."""
+status 130, and an unexpected failure with one line and status 70 (RAILFORGE_DEBUG=1 shows the traceback).
+Once the command has returned, Ctrl-C is ignored: the interpreter's shutdown restores the default handler, and
+a signal landing there killed a finished build with status -2 and no message."""
 
 from __future__ import annotations
 
@@ -21,7 +23,10 @@ def main() -> None:
         signal.signal(signal.SIGINT, _on_sigint)  # a SIGINT during this call is still Python's KeyboardInterrupt
         from topology.cli import app
 
-        app()
+        try:
+            app()
+        finally:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the work is over: a late Ctrl-C must not kill the exit
     except (Interrupted, KeyboardInterrupt):
         _last_words("railforge: interrupted")
         os._exit(130)
