@@ -108,14 +108,6 @@ class Sheet:
             cache[v] = xml
         return xml
 
-    @property
-    def full(self) -> bool:
-        """Excel opens at most MAX_ROWS rows per sheet; continue in another sheet past that."""
-        return self.rows >= MAX_ROWS
-
-    def add(self, values: tuple) -> None:
-        self.add_rows([values])
-
     def _column(self, c: int, values: list) -> list[str]:
         """The cells of column `c` for `values`, as `_cell` writes them."""
         if set(map(type, values)) == {str} and _plain(_SEPARATOR.join(values)):
@@ -154,7 +146,8 @@ class Sheet:
 
 
 class Workbook:
-    """`sheet(name, columns)` returns a Sheet; finish one sheet before starting the next; then `close()`."""
+    """`table(name, columns, rows)` writes a table (one or more sheets); `sheet(name, columns)` returns a Sheet to
+    fill with `add_rows`, finished when the next one starts; then `close()`."""
 
     def __init__(self, path: Path):
         self.zip = zipfile.ZipFile(path, "w")
