@@ -129,15 +129,10 @@ def write_work_order(cs: ChangeSet, path: Path) -> int:
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
     try:
         wb = Workbook(tmp)
-        order = wb.sheet("work-order", ORDER_COLUMNS)
-        for r in rows:
-            order.add(r)
-        summary = wb.sheet("summary", SUMMARY_COLUMNS)
-        for (kind, action), n in sorted(cs.counts().items()):
-            summary.add((kind, action, n, "yes" if Item(kind, action, "").breaking else "no"))
-        changes = wb.sheet("changes", CHANGE_COLUMNS)
-        for it in cs.items:
-            changes.add((it.kind, it.action, it.subject, it.old, it.new))
+        wb.table("work-order", ORDER_COLUMNS, rows)
+        wb.table("summary", SUMMARY_COLUMNS, [(kind, action, n, "yes" if Item(kind, action, "").breaking else "no")
+                                              for (kind, action), n in sorted(cs.counts().items())])
+        wb.table("changes", CHANGE_COLUMNS, [(it.kind, it.action, it.subject, it.old, it.new) for it in cs.items])
         wb.close()
         os.replace(tmp, path)
     except BaseException:
