@@ -87,6 +87,7 @@ def test_grow_by_an_su_then_rma_a_spine_without_touching_the_rest(builds, tmp_pa
 
     t0 = time.monotonic()
     proc = _lab("rma", "spine02", "--json", str(tmp_path / "rma.json"), out=three, check=False)
+    assert (tmp_path / "rma.json").is_file(), f"exit {proc.returncode}: {proc.stdout}{proc.stderr}"
     rma = json.loads((tmp_path / "rma.json").read_text())
     print(f"rma {time.monotonic() - t0:.1f} s: {json.dumps(rma)}")
     assert proc.returncode == 0, proc.stdout + proc.stderr

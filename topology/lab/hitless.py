@@ -20,7 +20,7 @@ from topology.lab import daemons, fabric
 from topology.lab.checks import ping_pairs
 from topology.lab.runner import config_file, frr_text
 from topology.lab.scope import LabTopology
-from topology.lab.shell import CommandError, in_ns, ip, run
+from topology.lab.shell import CommandError, in_ns, ip, ip_batch, run
 from topology.lab.state import LabState
 from topology.plan import Device
 
@@ -192,13 +192,16 @@ def replace_switch(state: LabState, topo: LabTopology, name: str, configs: Path)
     mine = [p.pid for p in state.processes if p.ns == ns]
     daemons.stop_pids(mine)
     state.processes = [p for p in state.processes if p.ns != ns]
+    links = [link for link in topo.links if name in (link.a.device, link.b.device)]
+    # The kernel frees a deleted namespace's devices later, in a work queue: the far ends of its veths could
+    # still exist when the new cables are made ("File exists"). Deleting each veth first is synchronous.
+    ip_batch(ns, [f"link del {e.port}" for link in links for e in (link.a, link.b) if e.device == name])
     ip(None, "netns", "delete", ns)
     d = daemons.device_dir(state, name)
     shutil.rmtree(d, ignore_errors=True)
     ip(None, "netns", "add", ns)
     ip(ns, "link", "set", "lo", "up")
     run(in_ns(ns, "sysctl", "-q", "-w", *[f"{k}={v}" for k, v in fabric.SWITCH_SYSCTL.items()]))
-    links = [link for link in topo.links if name in (link.a.device, link.b.device)]
     fabric.cable(topo, links)
     one = LabTopology(topo.cluster, topo.prefix, [dev], [], topo.links, topo.mtu_switch, topo.mtu_host)
     fabric.configure(one)
