@@ -3,11 +3,11 @@ cabling.csv with the same cable rows, and one pull sheet per rack (what leaves t
 
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
 
 from topology.output import Output
 from topology.plan import Link, Plan
+from topology.render.csvrows import write_rows
 from topology.render.tables import (
     ADDRESS_COLUMNS,
     CABLE_COLUMNS,
@@ -63,9 +63,8 @@ def render(plan: Plan, out: Output) -> None:
     links = idx.sorted_links()
     cable_rows = [idx.cable_row(link) for link in links]
     with out.open("cabling.csv") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(CABLE_COLUMNS)
-        w.writerows(cable_rows)
+        write_rows(fh, [CABLE_COLUMNS])
+        write_rows(fh, cable_rows)
     by_fabric: dict[str, list[tuple]] = {}
     for link, row in zip(links, cable_rows, strict=True):
         by_fabric.setdefault(link.fabric, []).append(row)
@@ -80,6 +79,4 @@ def render(plan: Plan, out: Output) -> None:
     for rack, prow in sorted(_pull_rows(cable_rows).items()):
         prow.sort(key=_pull_key)
         with out.open(f"pull-sheets/{rack}.csv") as fh:
-            w = csv.writer(fh, lineterminator="\n")
-            w.writerow(PULL_COLUMNS)
-            w.writerows(prow)
+            write_rows(fh, [PULL_COLUMNS, *prow])

@@ -3,10 +3,9 @@ asnplan.csv (every ASN with its device)."""
 
 from __future__ import annotations
 
-import csv
-
 from topology.output import Output
 from topology.plan import Plan
+from topology.render.csvrows import write_rows
 from topology.render.tables import ADDRESS_COLUMNS, POOL_COLUMNS, address_table, pool_row
 
 ASN_COLUMNS = ("asn", "device", "role", "fabric", "group", "su", "rail")
@@ -15,15 +14,11 @@ ASN_COLUMNS = ("asn", "device", "role", "fabric", "group", "su", "rail")
 def render(plan: Plan, out: Output) -> None:
     rows, usage = address_table(plan)
     with out.open("ipplan.csv") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(ADDRESS_COLUMNS)
-        w.writerows(rows)
+        write_rows(fh, [ADDRESS_COLUMNS])
+        write_rows(fh, rows)
     with out.open("ipplan-pools.csv") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(POOL_COLUMNS)
-        w.writerows(pool_row(u) for u in usage)
+        write_rows(fh, [POOL_COLUMNS, *(pool_row(u) for u in usage)])
     with out.open("asnplan.csv") as fh:
-        w = csv.writer(fh, lineterminator="\n")
-        w.writerow(ASN_COLUMNS)
-        w.writerows((d.asn, d.name, d.role, d.fabric, d.group, d.su, d.rail)
-                    for d in sorted((d for d in plan.devices if d.asn is not None), key=lambda d: (d.asn, d.name)))
+        write_rows(fh, [ASN_COLUMNS])
+        write_rows(fh, ((d.asn, d.name, d.role, d.fabric, d.group, d.su, d.rail)
+                    for d in sorted((d for d in plan.devices if d.asn is not None), key=lambda d: (d.asn, d.name))))

@@ -8,11 +8,11 @@ InterfaceImportForm, CableImportForm; netbox/ipam/forms/bulk_import.py: IPAddres
 
 from __future__ import annotations
 
-import csv
 import re
 
 from topology.output import Output
 from topology.plan import SWITCH_ROLES, Device, Plan
+from topology.render.csvrows import RowWriter
 from topology.render.tables import device_addresses
 from topology.spec.catalog import builtin_catalog
 
@@ -55,11 +55,11 @@ def cable_type(media: str, fibre: str | None) -> str:
     return ""
 
 
-def _writer(out: Output, name: str, columns: tuple[str, ...]):
+def _writer(out: Output, name: str, columns: tuple[str, ...]) -> RowWriter:
     fh = out.open(f"netbox/{name}")
-    w = csv.writer(fh, lineterminator="\n")
+    w = RowWriter(fh)
     w.writerow(columns)
-    return fh, w
+    return w
 
 
 def _vendor(model: str, catalog) -> tuple[str, int]:
@@ -75,48 +75,48 @@ def render(plan: Plan, out: Output) -> None:
     ib = plan.cluster.fabric == "infiniband"
     fabric_of = {link.id: link.fabric for link in plan.links}
 
-    fh, w = _writer(out, FILES[0], ("name", "slug", "status", "description"))
+    w = _writer(out, FILES[0], ("name", "slug", "status", "description"))
     w.writerow((site, slug(site), "planned", f"{plan.cluster.gpus} GPUs, {plan.cluster.fabric} "
                                              f"{plan.cluster.tiers}-tier {plan.cluster.mode}"))
-    fh.close()
+    w.close()
 
     types: dict[str, tuple[str, int]] = {}
     for d in plan.devices:
         if d.model not in types:
             types[d.model] = _vendor(d.model, catalog)
-    fh, w = _writer(out, FILES[1], ("name", "slug"))
+    w = _writer(out, FILES[1], ("name", "slug"))
     for vendor in sorted({v for v, _ in types.values()}):
         w.writerow((vendor, slug(vendor)))
-    fh.close()
+    w.close()
 
-    fh, w = _writer(out, FILES[2], ("name", "slug", "color", "description"))
+    w = _writer(out, FILES[2], ("name", "slug", "color", "description"))
     for role in sorted({d.role for d in plan.devices}):
         w.writerow((role, slug(role), ROLE_COLOURS.get(role, "9e9e9e"), f"railforge role {role}"))
-    fh.close()
+    w.close()
 
-    fh, w = _writer(out, FILES[3], ("manufacturer", "model", "slug", "u_height", "is_full_depth"))
+    w = _writer(out, FILES[3], ("manufacturer", "model", "slug", "u_height", "is_full_depth"))
     for model, (vendor, height) in sorted(types.items()):
         w.writerow((vendor, model, slug(model), height, "true"))
-    fh.close()
+    w.close()
 
-    fh, w = _writer(out, FILES[4], ("site", "name", "status", "width", "u_height", "description"))
+    w = _writer(out, FILES[4], ("site", "name", "status", "width", "u_height", "description"))
     for r in plan.racks:
         w.writerow((site, r.name, "planned", 19, r.height_u, f"{r.kind} rack, row {r.row} position {r.position}"))
-    fh.close()
+    w.close()
 
-    fh, w = _writer(out, FILES[5], ("name", "role", "manufacturer", "device_type", "status", "site", "rack",
+    w = _writer(out, FILES[5], ("name", "role", "manufacturer", "device_type", "status", "site", "rack",
                                     "position", "face", "description"))
     for d in plan.devices:
         w.writerow((d.name, d.role, types[d.model][0], d.model, "planned", site, d.rack, d.u, "front",
                     _describe(d)))
-    fh.close()
+    w.close()
 
-    fh, w = _writer(out, FILES[6], ("device", "name", "label", "type", "speed", "mtu", "mgmt_only", "lag",
+    w = _writer(out, FILES[6], ("device", "name", "label", "type", "speed", "mtu", "mgmt_only", "lag",
                                     "parent", "enabled", "description"))
     addrs: list[tuple[Device, list]] = []
     for d in plan.devices:
         lag_of = {m.ifname: d.bond.name for m in d.bond.members} if d.bond else {}
-        own = list(device_addresses(d))
+        own = device_addresses(d)
         addrs.append((d, own))
         mgmt_ifs = {i for _, _, i, k in own if k in ("mgmt", "bmc")}
         if d.bond:
@@ -137,24 +137,24 @@ def render(plan: Plan, out: Output) -> None:
             parent = d.bond.name if d.bond and ifname.startswith(d.bond.name + ".") else ""
             w.writerow((d.name, ifname, "", "virtual", "", "", "true" if kind in ("mgmt", "bmc") else "false", "",
                         parent, "true", kind))
-    fh.close()
+    w.close()
 
-    fh, w = _writer(out, FILES[7], ("side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type",
+    w = _writer(out, FILES[7], ("side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type",
                                     "side_b_name", "type", "status", "label", "length", "length_unit",
                                     "description"))
     for link in plan.links:
         w.writerow((link.a.device, "dcim.interface", link.a.port, link.b.device, "dcim.interface", link.b.port,
                     cable_type(link.media, link.fibre), "planned", link.id, link.length_m, "m",
                     " ".join(x for x in (link.fabric, link.tier, link.media, link.part or "") if x)))
-    fh.close()
+    w.close()
 
-    fh, w = _writer(out, FILES[8], ("address", "status", "role", "device", "interface", "is_primary", "description"))
+    w = _writer(out, FILES[8], ("address", "status", "role", "device", "interface", "is_primary", "description"))
     for d, own in addrs:
         primary = _primary(d, own)
         for cidr, _, ifname, kind in own:
             role = "anycast" if kind == "anycast-gateway" else "loopback" if kind == "loopback" else ""
             w.writerow((cidr, "active", role, d.name, ifname, "true" if cidr == primary else "false", kind))
-    fh.close()
+    w.close()
 
 
 def _primary(d: Device, own: list) -> str | None:

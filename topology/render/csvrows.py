@@ -1,0 +1,100 @@
+"""CSV text exactly as `csv.writer(fh, lineterminator="\\n")` writes it, a batch of rows at a time.
+
+Why not the csv module alone: it costs ~4.5 µs per 21-field row (a Python-level call per row, a type
+dispatch and a quoting scan per field), and at 131K GPUs the build writes ~1.9 M rows (cabling.csv, pull
+sheets, NetBox, the IP plan). Here each column of a batch becomes text in one C-level pass (`map(str, …)`),
+rows are joined with ",", and the batch's text is checked with a few `str` scans: a row whose fields
+contain a comma, a double quote, CR or LF, a row of one field, or a value of another type goes through
+`csv.writer` itself, so every quoting decision stays the csv module's. Tests pin the output to csv.writer.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Sequence
+from itertools import islice
+from typing import IO
+
+BATCH_ROWS = 20_000
+NONE = type(None)
+PLAIN_TYPES = frozenset({str, int, float, bool, NONE})
+
+
+def _csv_text(rows: Iterable[Sequence]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows(rows)
+    return buf.getvalue()
+
+
+def _column_text(col: tuple) -> Sequence[str] | None:
+    kinds = set(map(type, col))
+    if kinds == {str}:
+        return col
+    if kinds == {NONE}:
+        return [""] * len(col)
+    if kinds == {str, NONE}:
+        return [v or "" for v in col]
+    if kinds == {int}:
+        text = {v: str(v) for v in set(col)}
+        return list(map(text.__getitem__, col))
+    if not kinds <= PLAIN_TYPES:
+        return None
+    if NONE in kinds:
+        return ["" if v is None else str(v) for v in col]
+    return list(map(str, col))
+
+
+def _plain(line: str, commas: int) -> bool:
+    return line.count(",") == commas and '"' not in line and "\r" not in line and "\n" not in line
+
+
+def format_rows(rows: list[Sequence]) -> str:
+    """The rows as csv.writer writes them, each ended by "\\n"."""
+    if not rows:
+        return ""
+    width = len(rows[0])
+    if width < 2 or set(map(len, rows)) != {width}:
+        return _csv_text(rows)
+    cols = [_column_text(col) for col in zip(*rows, strict=True)]
+    if any(c is None for c in cols):
+        return _csv_text(rows)
+    lines = list(map(",".join, zip(*cols, strict=True)))
+    text = "\n".join(lines)
+    commas = width - 1
+    if text.count(",") == commas * len(rows) and text.count("\n") == len(rows) - 1 and '"' not in text \
+            and "\r" not in text:
+        return text + "\n"
+    return "".join(line + "\n" if _plain(line, commas) else _csv_text((row,))
+                   for line, row in zip(lines, rows, strict=True))
+
+
+def write_rows(fh: IO[str], rows: Iterable[Sequence]) -> None:
+    it = iter(rows)
+    while batch := list(islice(it, BATCH_ROWS)):
+        fh.write(format_rows(batch))
+
+
+class RowWriter:
+    """`writerow`/`writerows` like csv.writer's, buffered into batches; `close` writes the rest and closes."""
+
+    def __init__(self, fh: IO[str]) -> None:
+        self.fh = fh
+        self.rows: list[Sequence] = []
+
+    def writerow(self, row: Sequence) -> None:
+        self.rows.append(row)
+        if len(self.rows) >= BATCH_ROWS:
+            self.flush()
+
+    def writerows(self, rows: Iterable[Sequence]) -> None:
+        for row in rows:
+            self.writerow(row)
+
+    def flush(self) -> None:
+        self.fh.write(format_rows(self.rows))
+        self.rows = []
+
+    def close(self) -> None:
+        self.flush()
+        self.fh.close()
