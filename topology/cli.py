@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
+from topology.allocator import keep_freed_memory
 from topology.build import build_plan
 from topology.change.cli import diff
 from topology.change.guard import Refused, check_growth
@@ -169,6 +170,7 @@ def build(
 ) -> None:
     """Write the plan and every artifact, atomically."""
     gc.disable()
+    keep_freed_memory()
     clock = StageClock()
     with clock.stage("spec-to-plan"):
         plan = load_plan(spec)

@@ -211,21 +211,16 @@ def _router_id(dev: Device) -> str | None:
     return f"0.{rank(dev.role)}.{n >> 8}.{n & 255}"
 
 
-def _classify(dev: Device, port: Port, far: tuple[Link, str, str] | None, host_ports: set[str],
-              idx: PlanIndex) -> tuple[str, Device | None]:
-    if far is None:
-        return "unused", None
-    link, peer_name, _ = far
-    peer = idx.devices.get(peer_name)
+def _classify(dev_role: str, port: Port, link: Link, peer: Device | None, host_ports: set[str]) -> str:
     if port.name in host_ports or (peer is not None and peer.role in HOST_ROLES):
-        return "host", peer
+        return "host"
     if link.tier.endswith("peer"):
-        return "peerlink", peer
+        return "peerlink"
     if link.tier == "oob-access":
-        return ("host" if dev.role == "oob-leaf" else "mgmt"), peer
+        return "host" if dev_role == "oob-leaf" else "mgmt"
     if peer is None or peer.role not in SWITCH_ROLES:
-        return "host", peer
-    return ("uplink" if rank(peer.role) > rank(dev.role) else "downlink"), peer
+        return "host"
+    return "uplink" if rank(peer.role) > rank(dev_role) else "downlink"
 
 
 def build_switch(dev: Device, idx: PlanIndex) -> SwitchConfig:
@@ -236,30 +231,37 @@ def build_switch(dev: Device, idx: PlanIndex) -> SwitchConfig:
     neighbors: list[BgpNeighbor] = []
     peers: dict[str, PeerDevice] = {}
     mgmt_gateway = None
+    name, far_end, devices = dev.name, idx.far_end, idx.devices
     for port in dev.ports:
-        far = idx.far_end.get((dev.name, port.name))
-        role, peer = _classify(dev, port, far, host_ports, idx)
+        far = far_end.get((name, port.name))
+        if far is None:
+            interfaces.append(Interface(port.name, port.label, "unused", port.speed_mbps, mtu, port.lanes,
+                                        port.breakout, port.index, port.sub, port.address))
+            continue
+        link, peer_name, peer_port = far
+        peer = devices.get(peer_name)
+        role = _classify(dev.role, port, link, peer, host_ports)
         iface = Interface(port.name, port.label, role, port.speed_mbps, MGMT_MTU if role == "mgmt" else mtu,
-                          port.lanes, port.breakout, port.index, port.sub, port.address)
-        if far is not None:
-            link, iface.peer_device, iface.peer_port = far
-            iface.cable, iface.length_m = link.id, link.length_m
-            iface.peer_role = peer.role if peer is not None else None
-            iface.peer_hca = idx.peer_hca(link, iface.peer_device, iface.peer_port)
+                          port.lanes, port.breakout, port.index, port.sub, port.address, peer_name, peer_port,
+                          peer.role if peer is not None else None, link.id, link.length_m,
+                          idx.peer_hca(link, peer_name, peer_port) if link.tier == "node-leaf" else None)
         interfaces.append(iface)
-        if role == "mgmt" and peer is not None and peer.host_subnets:
+        if peer is None:
+            if link.tier.endswith(("spine", "superspine")):
+                raise IncompletePlan(f"{name}:{port.name} is cabled to {peer_name}, which is not in the plan: a "
+                                     "switch configuration needs the switches at the far end of its fabric links "
+                                     "(keep them when filtering devices)")
+            continue
+        if role == "mgmt" and peer.host_subnets:
             mgmt_gateway = peer.host_subnets[0].gateway
-        if far is not None and peer is None and far[0].tier.endswith(("spine", "superspine")):
-            raise IncompletePlan(f"{dev.name}:{port.name} is cabled to {far[1]}, which is not in the plan: a switch "
-                                 "configuration needs the switches at the far end of its fabric links "
-                                 "(keep them when filtering devices)")
-        if role in ("uplink", "downlink") and peer is not None:
-            peers.setdefault(peer.name, PeerDevice(peer.name, peer.role, peer.model, peer.loopback,
-                                                   peer.mgmt_address, peer.sonic_hwsku))
+        if role in ("uplink", "downlink"):
+            if peer_name not in peers:
+                peers[peer_name] = PeerDevice(peer_name, peer.role, peer.model, peer.loopback, peer.mgmt_address,
+                                              peer.sonic_hwsku)
             if dev.asn is not None and peer.asn is not None:
-                far_port = idx.ports.get((peer.name, iface.peer_port))
+                far_port = idx.ports.get((peer_name, peer_port))
                 neighbors.append(BgpNeighbor(port.name, _ip(far_port.address) if far_port else None,
-                                             _ip(port.address), peer.asn, peer.name, iface.peer_port,
+                                             _ip(port.address), peer.asn, peer_name, peer_port,
                                              PEER_GROUPS[rank(peer.role)]))
     pair = _pair(dev, interfaces, idx)
     if pair is not None and pair.mode == "mlag" and dev.asn is not None:
