@@ -9,10 +9,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import orjson
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import ROOT, example_spec, plan_of, require_tool, run_cli, tool_path
+from topology.render.inventory import _halve_indent, host_vars, host_vars_bytes
 
 
 @pytest.fixture(scope="module")
@@ -153,3 +157,25 @@ def test_kubespray_export(roce_inventory: Path) -> None:
     assert len(groups["kube_node"]["hosts"]) == 32
     for name, hv in data["all"]["hosts"].items():
         assert hv["ip"] == hv["access_ip"] == hv["ansible_host"], name
+
+
+_ASCII = st.characters(max_codepoint=127)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**63, 2**63 - 1) | st.text(_ASCII),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(_ASCII, max_size=3), inner, max_size=3),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON)
+def test_halved_orjson_indent_is_json_indent_one(data) -> None:
+    """host_vars files are orjson's output re-indented; json.dumps(indent=1) is the format they promise."""
+    text = orjson.dumps(data, option=orjson.OPT_INDENT_2)
+    if b"\x7f" not in text:  # DEL: json escapes it, orjson does not; host_vars_bytes sends it to json
+        assert _halve_indent(text).decode() == json.dumps(data, indent=1)
+
+
+def test_host_vars_files_are_json_indent_one() -> None:
+    for name in ("roce-a800-4nic", "dgx-h100-4su"):
+        for dev in plan_of(name).devices_by_role("mgmt", "node"):
+            assert host_vars_bytes(dev).decode() == json.dumps(host_vars(dev), indent=1) + "\n", dev.name

@@ -5,6 +5,7 @@ and `group_vars/all/` split by topic. Also the Kubespray groups."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import asdict
@@ -88,11 +89,19 @@ def group_vars(plan: Plan) -> dict[str, dict]:
     }
 
 
-_INDENT = re.compile(rb"\n( +)")
+@functools.cache
+def _exact_indent(depth: int) -> re.Pattern:
+    return re.compile(rb"\n {%d}(?! )" % (2 * depth))
 
 
-def _halve(m: re.Match) -> bytes:
-    return b"\n" + m.group(1)[: len(m.group(1)) // 2]
+def _halve_indent(data: bytes) -> bytes:
+    """orjson's two-space indent as one space: one C-level pass per depth, shallowest first (a line halved
+    to `depth` spaces can match no deeper pass). Raw newlines occur only between JSON tokens."""
+    depth = 1
+    while b"\n" + b"  " * depth in data:
+        data = _exact_indent(depth).sub(b"\n" + b" " * depth, data)
+        depth += 1
+    return data
 
 
 def _host_vars_objects(dev: Device) -> dict:
@@ -109,11 +118,11 @@ def _host_vars_objects(dev: Device) -> dict:
 
 def host_vars_bytes(dev: Device) -> bytes:
     """`json.dumps(host_vars(dev), indent=1)` plus a newline, byte for byte, built by orjson (its two-space
-    indent halved); anything outside ASCII, which json escapes, takes json's own path."""
+    indent halved); anything json escapes and orjson does not (outside ASCII, and DEL) takes json's own path."""
     data = orjson.dumps(_host_vars_objects(dev), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-    if not data.isascii():
+    if not data.isascii() or b"\x7f" in data:
         return (json.dumps(host_vars(dev), indent=1) + "\n").encode()
-    return _INDENT.sub(_halve, data)
+    return _halve_indent(data)
 
 
 def host_vars_json(dev: Device) -> str:
