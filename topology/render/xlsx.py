@@ -11,9 +11,8 @@ through a per-column cache of serialised values.
 from __future__ import annotations
 
 import re
-import tempfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -80,29 +79,39 @@ def _plain(joined: str) -> bool:
             and f"{_SEPARATOR} " not in joined and f" {_SEPARATOR}" not in joined)
 
 
-class Sheet:
-    """Rows of one worksheet. Cells carry no `r` reference (optional in SpreadsheetML: they are sequential, empty
-    ones written as <c/>), so each distinct value of a column is serialised once and reused."""
+def _display_len(v) -> int:
+    """The length of a value as its cell shows it (what a column's width is sized for)."""
+    if isinstance(v, str):
+        return len(v)
+    return len(repr(v) if isinstance(v, float) else str(int(v)))
 
-    def __init__(self, book: Workbook, name: str, columns: tuple[str, ...]):
-        self.book, self.name, self.columns = book, name, columns
-        self.letters = [column_letter(i) for i in range(len(columns))]
-        self.widths = [len(c) + 2 for c in columns]
+
+def column_width(header: str, values: Sequence) -> int:
+    """Characters for a column: its longest header or value (empty ones aside) plus 2."""
+    if set(map(type, values)) <= {str, type(None)}:
+        longest = max(map(len, filter(None, values)), default=0)
+    else:
+        distinct = set(zip(map(type, values), values, strict=True))
+        longest = max((_display_len(v) for _, v in distinct if v is not None and v != ""), default=0)
+    return max(len(header), longest) + 2
+
+
+class Sheet:
+    """Rows of one worksheet, streamed into the workbook's zip as they are serialised. Cells carry no `r`
+    reference (optional in SpreadsheetML: they are sequential, empty ones written as <c/>), so each distinct
+    value of a column is serialised once and reused. Column widths come first in the XML, so `widths` is
+    measured over all rows before the first is written."""
+
+    def __init__(self, name: str, columns: tuple[str, ...], widths: list[int]):
+        self.name, self.columns, self.widths = name, columns, widths
         self.caches: list[dict] = [{None: "<c/>", "": "<c/>"} for _ in columns]
-        self.tmp = tempfile.TemporaryFile(mode="w+", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self.tmp.write("<row>" + "".join(f'<c t="inlineStr" s="1">{_text(c)}</c>' for c in columns) + "</row>")
-        self.rows = 1
 
     def _cell(self, c: int, v) -> str:
         if isinstance(v, str):
             xml = f'<c t="inlineStr">{_text(v)}</c>'
-            n = len(v)
         else:
             num = repr(v) if isinstance(v, float) else str(int(v))
             xml = f"<c><v>{num}</v></c>"
-            n = len(num)
-        if n + 2 > self.widths[c]:
-            self.widths[c] = n + 2
         cache = self.caches[c]
         if len(cache) < CACHE_CELLS:
             cache[v] = xml
@@ -111,27 +120,23 @@ class Sheet:
     def _column(self, c: int, values: list) -> list[str]:
         """The cells of column `c` for `values`, as `_cell` writes them."""
         if set(map(type, values)) == {str} and _plain(_SEPARATOR.join(values)):
-            longest = max(map(len, values), default=0)
-            if longest + 2 > self.widths[c]:
-                self.widths[c] = longest + 2
             return [f'<c t="inlineStr"><is><t>{v}</t></is></c>' if v else "<c/>" for v in values]
         get, cell = self.caches[c].get, self._cell
         return [get(v) or cell(c, v) for v in values]
 
-    def add_rows(self, rows: Sequence[tuple]) -> None:
-        """Append rows (tuples as long as the columns); at most `MAX_ROWS` per sheet, header included."""
-        if self.rows + len(rows) > MAX_ROWS:
-            raise ValueError(f"sheet {self.name}: {self.rows + len(rows)} rows, more than the {MAX_ROWS} Excel opens")
+    def header(self) -> str:
+        return "<row>" + "".join(f'<c t="inlineStr" s="1">{_text(c)}</c>' for c in self.columns) + "</row>"
+
+    def row_batches(self, rows: Sequence[tuple]) -> Iterator[str]:
+        """`<row>` elements for `rows` (tuples as long as the columns), BATCH_ROWS at a time."""
         for start in range(0, len(rows), BATCH_ROWS):
             batch = rows[start:start + BATCH_ROWS]
             columns = [self._column(c, list(values)) for c, values in enumerate(zip(*batch, strict=True))]
-            self.tmp.write("<row>" + "</row><row>".join(map("".join, zip(*columns, strict=True))) + "</row>")
-            self.rows += len(batch)
+            yield "<row>" + "</row><row>".join(map("".join, zip(*columns, strict=True))) + "</row>"
 
-    def close(self) -> None:
-        if self.tmp is None:
-            return
-        last = f"{self.letters[-1]}{max(self.rows, 2)}"
+    def head_tail(self, rows: int) -> tuple[str, str, str]:
+        """The worksheet XML before and after `rows` data rows, and its table's cell range."""
+        last = f"{column_letter(len(self.columns) - 1)}{max(rows + 1, 2)}"
         cols = "".join(f'<col min="{i + 1}" max="{i + 1}" width="{min(w, MAX_WIDTH)}" customWidth="1"/>'
                        for i, w in enumerate(self.widths))
         head = (f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet xmlns="{MAIN}" '
@@ -139,47 +144,36 @@ class Sheet:
                 '<pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/>'
                 '<selection pane="bottomLeft" activeCell="A2" sqref="A2"/></sheetView></sheetViews>'
                 f'<sheetFormatPr defaultRowHeight="15"/><cols>{cols}</cols><sheetData>')
-        tail = f'</sheetData><autoFilter ref="A1:{last}"/></worksheet>'
-        self.book._add_sheet(self, head, tail, f"A1:{last}")
-        self.tmp.close()
-        self.tmp = None
+        return head, f'</sheetData><autoFilter ref="A1:{last}"/></worksheet>', f"A1:{last}"
 
 
 class Workbook:
-    """`table(name, columns, rows)` writes a table (one or more sheets); `sheet(name, columns)` returns a Sheet to
-    fill with `add_rows`, finished when the next one starts; then `close()`."""
+    """`table(name, columns, rows)` writes a table (one or more sheets), then `close()`."""
 
     def __init__(self, path: Path):
         self.zip = zipfile.ZipFile(path, "w")
         self.sheets: list[tuple[str, str]] = []
-        self.current: Sheet | None = None
 
     def table(self, name: str, columns: tuple[str, ...], rows: Sequence[tuple]) -> None:
-        """`rows` in sheet `name`, continued in `name-2`, `name-3`... past MAX_ROWS; one sheet when empty."""
+        """`rows` in sheet `name`, continued in `name-2`, `name-3`... past MAX_ROWS; one sheet when empty. Every
+        sheet of a table has the same column widths."""
+        widths = [column_width(h, values) for h, values in zip(columns, zip(*rows, strict=True) if rows
+                                                                 else [()] * len(columns), strict=True)]
         per_sheet = MAX_ROWS - 1
         for n, start in enumerate(range(0, max(len(rows), 1), per_sheet), 1):
-            self.sheet(name if n == 1 else f"{name}-{n}", columns).add_rows(rows[start:start + per_sheet])
+            self._sheet(Sheet(name if n == 1 else f"{name}-{n}", columns, widths), rows[start:start + per_sheet])
 
-    def sheet(self, name: str, columns: tuple[str, ...]) -> Sheet:
-        if self.current is not None:
-            self.current.close()
-        self.current = Sheet(self, name, columns)
-        return self.current
-
-    def _add_sheet(self, sheet: Sheet, head: str, tail: str, ref: str) -> None:
+    def _sheet(self, sheet: Sheet, rows: Sequence[tuple]) -> None:
+        head, tail, ref = sheet.head_tail(len(rows))
         n = len(self.sheets) + 1
         with self.zip.open(_entry(f"xl/worksheets/sheet{n}.xml"), "w", force_zip64=True) as fh:
-            fh.write(head.encode())
-            sheet.tmp.seek(0)
-            while chunk := sheet.tmp.read(1 << 20):
-                fh.write(chunk.encode())
+            fh.write((head + sheet.header()).encode())
+            for xml in sheet.row_batches(rows):
+                fh.write(xml.encode())
             fh.write(tail.encode())
         self.sheets.append((sheet.name, ref))
-        self.current = None
 
     def close(self) -> None:
-        if self.current is not None:
-            self.current.close()
         n = len(self.sheets)
         z = self.zip
         z.writestr(_entry("[Content_Types].xml"), (
