@@ -178,16 +178,23 @@ def test_sonic_qos_comes_from_the_plan_profile_the_hosts_apply(built):
 
 
 def test_sonic_qos_fragments_serialise_like_the_tables_themselves():
-    """Pre-serialised QoS tables (shared by every switch with the same ports) give the same config_db.json bytes
-    as serialising each switch's tables whole, and switches with other ports get their own."""
+    """Pre-serialised QoS tables and PORT entries built once per port shape (each shared by every switch with the
+    same ports) give the same config_db.json bytes as building and serialising each switch's tables whole, and
+    switches with other ports get their own."""
     plan = plan_of("roce-a800-4nic")
-    fragments = sonic.QosFragments()
-    compute = [sw for sw in build_models(plan, nos="sonic") if sw.qos is not None]
+    fragments, shapes = sonic.QosFragments(), sonic.PortShapes()
+    switches = list(build_models(plan, nos="sonic"))
+    compute = [sw for sw in switches if sw.qos is not None]
     assert len(compute) > 2
-    for sw in compute:
+    for sw in switches:
         whole = orjson.dumps(sonic.config_db(sw), option=sonic.JSON_OPTIONS)
-        assert orjson.dumps(sonic.config_db(sw, fragments), option=sonic.JSON_OPTIONS) == whole
+        assert orjson.dumps(sonic.config_db(sw, fragments, shapes), option=sonic.JSON_OPTIONS) == whole
     assert 1 <= len(fragments.cache) < len(compute)
+    assert 2 <= len(shapes.cache) < len(switches)
+    leaf = next(sw for sw in switches if sw.role == "leaf")
+    unused = next(i for i in leaf.interfaces if i.role == "unused" and i.lanes)
+    unused.role = "downlink"
+    assert sonic.config_db(leaf, fragments, shapes)["PORT"][unused.name]["admin_status"] == "up"
     sw = compute[0]
     sw.interfaces = [i for i in sw.interfaces if i.role != "host"]
     db = json.loads(orjson.dumps(sonic.config_db(sw, fragments), option=sonic.JSON_OPTIONS))

@@ -67,25 +67,24 @@ def _platform(sw: SwitchConfig) -> Platform:
     return load_platform(sw.sonic_platform, sw.sonic_hwsku)
 
 
-_PORT_CACHE: dict[tuple, tuple] = {}
-
-
 def _platform_port(platform: Platform, index: int, breakout: str, sub: int) -> tuple:
-    """(SonicPort, its lanes as a list, its lanes as config_db writes them), looked up once per platform port."""
-    key = (platform.name, platform.hwsku, index, breakout, sub)
-    hit = _PORT_CACHE.get(key)
-    if hit is None:
-        sp = platform.lookup(index, breakout, sub)
-        hit = _PORT_CACHE[key] = (sp, list(sp.lanes), ",".join(str(x) for x in sp.lanes))
-    return hit
+    """(SonicPort, its lanes as a list, its lanes as config_db writes them)."""
+    sp = platform.lookup(index, breakout, sub)
+    return sp, list(sp.lanes), ",".join(str(x) for x in sp.lanes)
 
 
-def _ports(sw: SwitchConfig) -> tuple[dict, dict]:
+PortEntries = tuple[list[dict], dict]  # PORT entries without descriptions, in interface order; BREAKOUT_CFG
+
+
+def _sonic_ports(sw: SwitchConfig) -> list:
+    return [i for i in sw.interfaces if i.role != "mgmt" and i.lanes]
+
+
+def port_entries(sw: SwitchConfig) -> PortEntries:
+    """PORT entries of `sw`'s front-panel ports, checked against the platform's port map, descriptions aside."""
     platform = _platform(sw)
-    port, breakout = {}, {}
-    for i in sw.interfaces:
-        if i.role == "mgmt" or not i.lanes:
-            continue
+    entries, breakout = [], {}
+    for i in _sonic_ports(sw):
         sp, sp_lanes, lanes = _platform_port(platform, i.index, i.breakout, i.sub)
         if sp.name != i.name or sp_lanes != i.lanes:
             raise PlatformMismatch(f"{sw.hostname}: plan port {i.name} (lanes {i.lanes}) is {sp.name} (lanes "
@@ -94,11 +93,36 @@ def _ports(sw: SwitchConfig) -> tuple[dict, dict]:
                  "lanes": lanes, "mtu": str(i.mtu), "speed": str(i.speed_mbps)}
         if i.speed_mbps >= RS_FEC_MIN_MBPS:
             entry["fec"] = "rs"
-        if i.description:
-            entry["description"] = i.description
-        port[i.name] = entry
+        entries.append(entry)
         if i.sub == 0:
             breakout[sp.parent] = {"brkout_mode": sp.mode}
+    return entries, breakout
+
+
+class PortShapes:
+    """port_entries, built once per (platform, port shape) and shared by every switch of that shape: a tier's
+    switches differ in their descriptions only, which `_ports` adds per switch. The shape holds everything an
+    entry or the platform check reads, so a switch that matches a checked shape passes the same check."""
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple, PortEntries] = {}
+
+    def __call__(self, sw: SwitchConfig) -> PortEntries:
+        key = (sw.sonic_platform, sw.sonic_hwsku,
+               tuple([(i.name, i.index, i.breakout, i.sub, tuple(i.lanes), i.role == "unused", i.mtu, i.speed_mbps)
+                      for i in _sonic_ports(sw)]))
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = self.cache[key] = port_entries(sw)
+        return hit
+
+
+def _ports(sw: SwitchConfig, shapes: Callable[[SwitchConfig], PortEntries]) -> tuple[dict, dict]:
+    entries, breakout = shapes(sw)
+    port = {}
+    for i, entry in zip(_sonic_ports(sw), entries, strict=True):
+        description = i.description
+        port[i.name] = {**entry, "description": description} if description else entry
     return port, breakout
 
 
@@ -201,9 +225,12 @@ class QosFragments:
 
     def __init__(self) -> None:
         self.cache: dict[tuple, dict[str, orjson.Fragment]] = {}
+        self.last: tuple[Qos | None, tuple] = (None, ())  # every switch of a plan shares one Qos object
 
     def __call__(self, q: Qos, active: tuple[str, ...]) -> dict[str, orjson.Fragment]:
-        key = (astuple(q), active)
+        if self.last[0] is not q:
+            self.last = (q, astuple(q))
+        key = (self.last[1], active)
         hit = self.cache.get(key)
         if hit is None:
             hit = self.cache[key] = {
@@ -218,8 +245,10 @@ def _qos(sw: SwitchConfig, db: dict, tables: Callable[[Qos, tuple[str, ...]], di
     db["CABLE_LENGTH"] = {"AZURE": {i.name: f"{math.ceil(i.length_m)}m" for i in active if i.length_m is not None}}
 
 
-def config_db(sw: SwitchConfig, tables: Callable[[Qos, tuple[str, ...]], dict] = qos_tables) -> dict:
-    """config_db.json's tables for `sw`; `tables` builds the QoS tables (QosFragments: pre-serialised)."""
+def config_db(sw: SwitchConfig, tables: Callable[[Qos, tuple[str, ...]], dict] = qos_tables,
+              shapes: Callable[[SwitchConfig], PortEntries] = port_entries) -> dict:
+    """config_db.json's tables for `sw`; `tables` builds the QoS tables (QosFragments: pre-serialised) and
+    `shapes` the PORT entries (PortShapes: once per port shape)."""
     meta = {"hostname": sw.hostname, "type": device_type(sw), "docker_routing_config_mode": "split-unified",
             "frr_mgmt_framework_config": "false", "buffer_model": "dynamic"}
     if sw.asn is not None:
@@ -227,7 +256,7 @@ def config_db(sw: SwitchConfig, tables: Callable[[Qos, tuple[str, ...]], dict] =
     if sw.router_id:
         meta["bgp_router_id"] = sw.router_id
     db: dict = {"DEVICE_METADATA": {"localhost": meta}}
-    db["PORT"], breakout = _ports(sw)
+    db["PORT"], breakout = _ports(sw, shapes)
     if breakout:
         db["BREAKOUT_CFG"] = breakout
     if sw.loopback:
@@ -283,10 +312,10 @@ def frr_conf(sw: SwitchConfig, template: jinja2.Template | None = None) -> str:
 
 
 def render(plan: Plan, out: Output) -> None:
-    fragments = QosFragments()
+    fragments, shapes = QosFragments(), PortShapes()
     frr_template = TEMPLATES.get_template("frr.conf.j2")
     for sw in build_models(plan, nos="sonic", select=out.selects):
         out.write_bytes(f"configs/{sw.hostname}/config_db.json",
-                        orjson.dumps(config_db(sw, fragments), option=JSON_OPTIONS | orjson.OPT_APPEND_NEWLINE))
+                        orjson.dumps(config_db(sw, fragments, shapes), option=JSON_OPTIONS | orjson.OPT_APPEND_NEWLINE))
         if sw.asn is not None:
             out.write_text(f"configs/{sw.hostname}/frr.conf", frr_conf(sw, frr_template))
