@@ -88,8 +88,11 @@ class RowWriter:
             self.flush()
 
     def writerows(self, rows: Iterable[Sequence]) -> None:
-        for row in rows:
-            self.writerow(row)
+        it = iter(rows)
+        while chunk := list(islice(it, BATCH_ROWS)):
+            self.rows += chunk
+            if len(self.rows) >= BATCH_ROWS:
+                self.flush()
 
     def flush(self) -> None:
         self.fh.write(format_rows(self.rows))

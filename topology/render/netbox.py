@@ -55,6 +55,9 @@ def cable_type(media: str, fibre: str | None) -> str:
     return ""
 
 
+ADDRESS_ROLES = {"anycast-gateway": "anycast", "loopback": "loopback"}
+
+
 def _writer(out: Output, name: str, columns: tuple[str, ...]) -> RowWriter:
     fh = out.open(f"netbox/{name}")
     w = RowWriter(fh)
@@ -119,41 +122,42 @@ def render(plan: Plan, out: Output) -> None:
         own = device_addresses(d)
         addrs.append((d, own))
         mgmt_ifs = {i for _, _, i, k in own if k in ("mgmt", "bmc")}
+        rows = []
         if d.bond:
-            w.writerow((d.name, d.bond.name, "", "lag", "", d.bond.mtu, "false", "", "", "true",
-                        f"{d.bond.mode} {d.bond.hash_policy}"))
+            rows.append((d.name, d.bond.name, "", "lag", "", d.bond.mtu, "false", "", "", "true",
+                         f"{d.bond.mode} {d.bond.hash_policy}"))
         names = set()
         for p in d.ports:
             names.add(p.name)
             kind = fabric_of.get(p.link or "", "")
             types_map = INFINIBAND_TYPES if ib and kind == "compute" else ETHERNET_TYPES
-            w.writerow((d.name, p.name, p.label, types_map.get(p.speed_mbps, "other"), p.speed_mbps * 1000, "",
-                        "true" if p.name in mgmt_ifs or kind == "oob" and d.role not in SWITCH_ROLES else "false",
-                        lag_of.get(p.name, ""), "", "true", p.link or ""))
+            rows.append((d.name, p.name, p.label, types_map.get(p.speed_mbps, "other"), p.speed_mbps * 1000, "",
+                         "true" if p.name in mgmt_ifs or kind == "oob" and d.role not in SWITCH_ROLES else "false",
+                         lag_of.get(p.name, ""), "", "true", p.link or ""))
         for _, _, ifname, kind in own:
             if ifname in names or (d.bond and ifname == d.bond.name):
                 continue
             names.add(ifname)
             parent = d.bond.name if d.bond and ifname.startswith(d.bond.name + ".") else ""
-            w.writerow((d.name, ifname, "", "virtual", "", "", "true" if kind in ("mgmt", "bmc") else "false", "",
-                        parent, "true", kind))
+            rows.append((d.name, ifname, "", "virtual", "", "", "true" if kind in ("mgmt", "bmc") else "false", "",
+                         parent, "true", kind))
+        w.writerows(rows)
     w.close()
 
     w = _writer(out, FILES[7], ("side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type",
                                     "side_b_name", "type", "status", "label", "length", "length_unit",
                                     "description"))
-    for link in plan.links:
-        w.writerow((link.a.device, "dcim.interface", link.a.port, link.b.device, "dcim.interface", link.b.port,
-                    cable_type(link.media, link.fibre), "planned", link.id, link.length_m, "m",
-                    " ".join(x for x in (link.fabric, link.tier, link.media, link.part or "") if x)))
+    w.writerows((link.a.device, "dcim.interface", link.a.port, link.b.device, "dcim.interface", link.b.port,
+                 cable_type(link.media, link.fibre), "planned", link.id, link.length_m, "m",
+                 " ".join(x for x in (link.fabric, link.tier, link.media, link.part or "") if x))
+                for link in plan.links)
     w.close()
 
     w = _writer(out, FILES[8], ("address", "status", "role", "device", "interface", "is_primary", "description"))
     for d, own in addrs:
         primary = _primary(d, own)
-        for cidr, _, ifname, kind in own:
-            role = "anycast" if kind == "anycast-gateway" else "loopback" if kind == "loopback" else ""
-            w.writerow((cidr, "active", role, d.name, ifname, "true" if cidr == primary else "false", kind))
+        w.writerows((cidr, "active", ADDRESS_ROLES.get(kind, ""), d.name, ifname,
+                     "true" if cidr == primary else "false", kind) for cidr, _, ifname, kind in own)
     w.close()
 
 
