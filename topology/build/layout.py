@@ -14,7 +14,7 @@ from collections import defaultdict
 from topology.build import names
 from topology.build.context import BuildContext
 from topology.build.sizing import ceil_div
-from topology.plan import Device, Rack
+from topology.plan import Device, Link, Rack
 from topology.spec.catalog import media_rules
 from topology.spec.models import format_speed
 
@@ -130,12 +130,14 @@ def dev_index_in_row(dev: Device, seen: dict[str, int]) -> int:
 
 
 def measure(ctx: BuildContext, racks: list[Rack]) -> None:
-    """Estimated length (rounded up to an orderable length) and media for every link."""
+    """Estimated length (rounded up to an orderable length) and media for every link. The choice depends only on
+    speed and estimated length, which few distinct links have, so it is made once per (speed, length)."""
     spec = ctx.spec
     by_name = {r.name: r for r in racks}
     devs = {d.name: d for d in ctx.devices}
     lengths = sorted(ctx.catalog.orderable_lengths_m)
     rules_cache: dict[int, list] = {}
+    chosen: dict[tuple[int, float], tuple[float, str, str | None, str | None, int]] = {}
     slack = spec.layout.slack_m
     for link in ctx.links:
         a, b = devs[link.a.device], devs[link.b.device]
@@ -145,20 +147,25 @@ def measure(ctx: BuildContext, racks: list[Rack]) -> None:
         else:
             raw = (abs(ra.x_m - rb.x_m) + abs(ra.y_m - rb.y_m) + (ra.height_u - a.u) * U_M
                    + (rb.height_u - b.u) * U_M + slack)
-        i = bisect.bisect_left(lengths, raw - 1e-9)
-        length = lengths[i] if i < len(lengths) else math.ceil(raw)
-        rules = rules_cache.get(link.speed_mbps)
-        if rules is None:
-            rules = rules_cache[link.speed_mbps] = media_rules(ctx.catalog, link.speed_mbps)
-        rule = next((r for r in rules if r.max_m >= length), None)
-        if rule is None:
-            reach = max((r.max_m for r in rules), default=0)
-            raise ctx.fail("cabling.media", f"no media reaches {length} m at {format_speed(link.speed_mbps)} "
-                                            f"(cable {link.id}, {link.a.device} to {link.b.device}); the longest "
-                                            f"in the catalog reaches {reach} m: add a media rule for this speed")
-        ordered, part = rule.fitting(length)
-        link.length_m = float(ordered)
-        link.media = rule.media
-        link.part = part
-        link.fibre = rule.fibre
-        link.transceivers = 2 if rule.per_end else 0
+        choice = chosen.get((link.speed_mbps, raw))
+        if choice is None:
+            choice = chosen[(link.speed_mbps, raw)] = _choose(ctx, link, raw, lengths, rules_cache)
+        link.length_m, link.media, link.part, link.fibre, link.transceivers = choice
+
+
+def _choose(ctx: BuildContext, link: Link, raw: float, lengths: list[float],
+            rules_cache: dict[int, list]) -> tuple[float, str, str | None, str | None, int]:
+    """(length to order, media, part, fibre, transceivers) for a link of `raw` estimated metres."""
+    i = bisect.bisect_left(lengths, raw - 1e-9)
+    length = lengths[i] if i < len(lengths) else math.ceil(raw)
+    rules = rules_cache.get(link.speed_mbps)
+    if rules is None:
+        rules = rules_cache[link.speed_mbps] = media_rules(ctx.catalog, link.speed_mbps)
+    rule = next((r for r in rules if r.max_m >= length), None)
+    if rule is None:
+        reach = max((r.max_m for r in rules), default=0)
+        raise ctx.fail("cabling.media", f"no media reaches {length} m at {format_speed(link.speed_mbps)} "
+                                        f"(cable {link.id}, {link.a.device} to {link.b.device}); the longest "
+                                        f"in the catalog reaches {reach} m: add a media rule for this speed")
+    ordered, part = rule.fitting(length)
+    return float(ordered), rule.media, part, rule.fibre, 2 if rule.per_end else 0
