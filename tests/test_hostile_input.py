@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import ROOT, require_tool
 from topology.cli import app
-from topology.output import STAGE_MARK, Output, sweep_stale_stages
+from topology.output import STAGE_MARK, Output, UnsafePath, sweep_stale_stages
 from topology.spec import models, yamlsafe
 from topology.spec.models import ClusterSpec
 
@@ -235,6 +235,17 @@ def test_unwritable_out_is_a_clear_error(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "cannot write /sys/railforge-test" in result.stderr
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("rel", ["", "/etc/passwd", "../x", "a/../../x", "a/./b", "a//b", "a/", "a\\b", "a\0b"])
+def test_output_refuses_a_path_outside_or_unclear(rel: str, tmp_path: Path) -> None:
+    """A file name built from spec values can never leave the staging folder (or name it ambiguously)."""
+    out = Output(tmp_path / "out")
+    with pytest.raises(UnsafePath, match="not a plain path inside the output folder"):
+        out.path(rel)
+    assert out.path("configs/leaf1/config_db.json") == f"{out.stage}/configs/leaf1/config_db.json"
+    assert (out.stage / "configs" / "leaf1").is_dir()
+    assert sorted(p.name for p in out.stage.iterdir()) == sorted(["configs", STAGE_MARK])
 
 
 def test_stale_staging_sweep_removes_only_its_own(tmp_path: Path) -> None:
