@@ -187,27 +187,33 @@ def address_table(plan: Plan) -> tuple[list[tuple], list[PoolUse]]:
 def _address_table(plan: Plan) -> tuple[list[tuple], list[PoolUse]]:
     matcher = PoolMatcher(plan.pools)
     assigned: dict[str, set] = {p.name: set() for p in plan.pools}
-    nets: dict[tuple[int, int], tuple[str, Pool | None]] = {}
+    nets: dict[tuple[int, str], tuple[str, str, str]] = {}
     rows = []
+    masks = {str(bits): (0xFFFFFFFF << (32 - bits)) & 0xFFFFFFFF for bits in range(33)}
+    masks[""] = masks["32"]
+    from_bytes = int.from_bytes
     for dev in plan.devices:
+        tail = (dev.fabric, dev.su, dev.rack)
         for cidr, subnet, interface, kind in device_addresses(dev):
             addr, _, plen = cidr.partition("/")
-            n = _v4(addr)
-            if n is None:
+            if ":" in addr:
                 iface = ipaddress.ip_interface(cidr)
-                net_s, pool, key = str(iface.network), matcher.pool_of(cidr), iface.ip
+                pool = matcher.pool_of(cidr)
+                net_s, key = str(iface.network), iface.ip
+                name, purpose = (pool.name, pool.purpose) if pool else ("", "")
             else:
-                bits = int(plen or 32)
-                net = n & ((0xFFFFFFFF << (32 - bits)) & 0xFFFFFFFF)
+                key = from_bytes(inet_aton(addr), "big")
+                bits = plen if plen in masks else str(int(plen))
+                net = key & masks[bits]
                 hit = nets.get((net, bits))
                 if hit is None:
-                    hit = nets[(net, bits)] = (f"{inet_ntoa(net.to_bytes(4, 'big'))}/{bits}", matcher.pool_of_int(net))
-                net_s, pool = hit
-                key = n
-            if pool is not None:
-                assigned[pool.name].add(key)
-            rows.append((cidr, subnet or net_s, dev.name, dev.role, interface, kind, pool.name if pool else "",
-                         pool.purpose if pool else "", dev.fabric, dev.su, dev.rack))
+                    pool = matcher.pool_of_int(net)
+                    hit = nets[(net, bits)] = (f"{inet_ntoa(net.to_bytes(4, 'big'))}/{bits or 32}",
+                                               *((pool.name, pool.purpose) if pool else ("", "")))
+                net_s, name, purpose = hit
+            if name:
+                assigned[name].add(key)
+            rows.append((cidr, subnet or net_s, dev.name, dev.role, interface, kind, name, purpose, *tail))
     return rows, pool_usage(plan, {k: len(v) for k, v in assigned.items()})
 
 
