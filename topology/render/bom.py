@@ -43,16 +43,18 @@ def bill_of_materials(plan: Plan) -> Bom:
     fibre: dict[str, float] = defaultdict(float)
     fibre_cords: Counter = Counter()
     aoc = 0
-    for link in plan.links:
-        speed = speed_label(link.speed_mbps)
-        if link.transceivers:
-            xcvr[(link.media, link.part or "", speed)] += link.transceivers
-            fibre_cords[(link.fibre or "fibre", speed, link.length_m)] += 1
-            fibre[link.fibre or "fibre"] += link.length_m
+    kinds = Counter((link.media, link.part or "", link.speed_mbps, link.length_m, link.transceivers,
+                     link.fibre or "fibre") for link in plan.links)  # a few hundred kinds of ~500 K cables
+    for (media, part, mbps, length, per_cable, fibre_kind), n in kinds.items():
+        speed = speed_label(mbps)
+        if per_cable:
+            xcvr[(media, part, speed)] += per_cable * n
+            fibre_cords[(fibre_kind, speed, length)] += n
+            fibre[fibre_kind] += length * n
         else:
-            cables[(link.media, link.part or "", speed, link.length_m)] += 1
-            if is_aoc(link.media):
-                aoc += 1
+            cables[(media, part, speed, length)] += n
+            if is_aoc(media):
+                aoc += n
     for (media, part, speed), n in sorted(xcvr.items()):
         rows.append(("transceiver", media, part, speed, "", n, "pcs", "counted per cable end"))
     for (media, part, speed, length), n in sorted(cables.items()):
@@ -63,13 +65,8 @@ def bill_of_materials(plan: Plan) -> Bom:
         rows.append(("fibre total", kind, "", "", "", round(metres, 1), "m", ""))
 
     fabric_of = {link.id: link.fabric for link in plan.links}
-    nic_ports: Counter = Counter()
-    for d in plan.devices:
-        if d.role in SWITCH_ROLES:
-            continue
-        for p in d.ports:
-            if p.link in fabric_of:
-                nic_ports[(d.role, fabric_of[p.link], p.speed_mbps)] += 1
+    nic_ports = Counter((d.role, fabric_of[p.link], p.speed_mbps) for d in plan.devices if d.role not in SWITCH_ROLES
+                        for p in d.ports if p.link in fabric_of)
     for (role, fabric, mbps), n in sorted(nic_ports.items()):
         rows.append(("nic port", f"{role} {fabric}", "", speed_label(mbps), "", n, "ports",
                      "BMC" if fabric == "oob" else ""))
