@@ -147,10 +147,17 @@ def render(plan: Plan, out: Output) -> None:
     w = _writer(out, FILES[7], ("side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type",
                                     "side_b_name", "type", "status", "label", "length", "length_unit",
                                     "description"))
-    w.writerows((link.a.device, "dcim.interface", link.a.port, link.b.device, "dcim.interface", link.b.port,
-                 cable_type(link.media, link.fibre), "planned", link.id, link.length_m, "m",
-                 " ".join(x for x in (link.fabric, link.tier, link.media, link.part or "") if x))
-                for link in plan.links)
+    kinds: dict[tuple, tuple[str, str]] = {}  # (type, description) per kind of cable: a few hundred
+    rows = []
+    for link in plan.links:
+        key = (link.media, link.fibre, link.fabric, link.tier, link.part)
+        known = kinds.get(key)
+        if known is None:
+            known = kinds[key] = (cable_type(link.media, link.fibre),
+                                  " ".join(x for x in (link.fabric, link.tier, link.media, link.part or "") if x))
+        rows.append((link.a.device, "dcim.interface", link.a.port, link.b.device, "dcim.interface", link.b.port,
+                     known[0], "planned", link.id, link.length_m, "m", known[1]))
+    w.writerows(rows)
     w.close()
 
     w = _writer(out, FILES[8], ("address", "status", "role", "device", "interface", "is_primary", "description"))
