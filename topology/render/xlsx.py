@@ -1,11 +1,11 @@
 """A streaming SpreadsheetML (.xlsx) writer for large, plain tables.
 
-Column widths are measured over a table's rows first (they lead the sheet XML), then its rows are serialised a
-batch at a time straight into the zip member, with a frozen header row and an autofilter over all rows. Cells are inline strings or
-numbers; the header row is bold on a tinted fill. Written by hand because xlsxwriter's per-cell API costs 6 µs a
-cell (measured), and a 131K-GPU cabling workbook has about 10 M cells. Batches are serialised column by column:
-a column whose values are all plain text (nothing to escape) is formatted in one comprehension, others go
-through a per-column cache of serialised values.
+Column widths are measured over a table's rows first (they lead the sheet XML); then its rows are serialised a
+batch at a time straight into the zip member, under a frozen header row and with an autofilter over all rows.
+Cells are inline strings or numbers; the header row is bold on a tinted fill. Written by hand because
+xlsxwriter's per-cell API costs 6 µs a cell (measured), and a 131K-GPU cabling workbook has about 10 M cells.
+Batches are serialised column by column: a column whose values are all plain text (nothing to escape) is
+formatted in one comprehension, others go through a per-column cache of serialised values.
 """
 
 from __future__ import annotations
