@@ -153,32 +153,43 @@ class IncompletePlan(ValueError):
 
 
 class PlanIndex:
-    """Look-ups over the whole plan, built once and shared by every switch."""
+    """Look-ups over the whole plan, built once and shared by every switch: each device's cabled ports and their
+    far ends, and a device's ports by name (indexed on first use: a shard of switches needs only its peers')."""
 
     def __init__(self, plan: Plan):
         self.plan = plan
         self.devices: dict[str, Device] = {d.name: d for d in plan.devices}
-        self.ports: dict[tuple[str, str], Port] = {}
-        for d in plan.devices:
-            if d.role in SWITCH_ROLES:
-                for p in d.ports:
-                    self.ports.setdefault((d.name, p.name), p)
-        self.far_end: dict[tuple[str, str], tuple[Link, str, str]] = {}
+        self._ports: dict[str, dict[str, Port]] = {}
+        self.far_end: dict[str, dict[str, tuple[Link, str, str]]] = {}
+        far = self.far_end
         for link in plan.links:
-            self.far_end[(link.a.device, link.a.port)] = (link, link.b.device, link.b.port)
-            self.far_end[(link.b.device, link.b.port)] = (link, link.a.device, link.a.port)
+            a, b = link.a, link.b
+            ends = far.get(a.device)
+            if ends is None:
+                ends = far[a.device] = {}
+            ends[a.port] = (link, b.device, b.port)
+            ends = far.get(b.device)
+            if ends is None:
+                ends = far[b.device] = {}
+            ends[b.port] = (link, a.device, a.port)
         self.pools = {p.name: p.prefix for p in plan.pools}
         peerlinked = {link.fabric for link in plan.links if link.tier.endswith("peer")}
         self.evpn_fabrics = {d.fabric for d in plan.devices if d.mlag_peer} - peerlinked
+
+    def port(self, device: str, name: str) -> Port | None:
+        """A device's port by name (the first of that name)."""
+        ports = self._ports.get(device)
+        if ports is None:
+            dev = self.devices.get(device)
+            ports = self._ports[device] = {p.name: p for p in reversed(dev.ports)} if dev is not None else {}
+        return ports.get(name)
 
     def peer_hca(self, link: Link, peer_name: str, peer_port: str) -> str | None:
         """The RDMA device behind a host's compute rail port at the far end of `link` (hosts are link A ends)."""
         if link.tier != "node-leaf" or link.fabric != "compute" or link.a.device != peer_name:
             return None
-        host = self.devices.get(peer_name)
-        if host is None:
-            return None
-        return host_hca(host, next(p for p in host.ports if p.name == peer_port))
+        host, port = self.devices.get(peer_name), self.port(peer_name, peer_port)
+        return None if host is None or port is None else host_hca(host, port)
 
 
 _RANKS = {r: TIER_RANK[r.rsplit("-", 1)[-1]] for r in SWITCH_ROLES}
@@ -231,9 +242,10 @@ def build_switch(dev: Device, idx: PlanIndex) -> SwitchConfig:
     neighbors: list[BgpNeighbor] = []
     peers: dict[str, PeerDevice] = {}
     mgmt_gateway = None
-    name, far_end, devices = dev.name, idx.far_end, idx.devices
+    name, devices = dev.name, idx.devices
+    far_end = idx.far_end.get(name, {})
     for port in dev.ports:
-        far = far_end.get((name, port.name))
+        far = far_end.get(port.name)
         if far is None:
             interfaces.append(Interface(port.name, port.label, "unused", port.speed_mbps, mtu, port.lanes,
                                         port.breakout, port.index, port.sub, port.address))
@@ -259,7 +271,7 @@ def build_switch(dev: Device, idx: PlanIndex) -> SwitchConfig:
                 peers[peer_name] = PeerDevice(peer_name, peer.role, peer.model, peer.loopback, peer.mgmt_address,
                                               peer.sonic_hwsku)
             if dev.asn is not None and peer.asn is not None:
-                far_port = idx.ports.get((peer_name, peer_port))
+                far_port = idx.port(peer_name, peer_port)
                 neighbors.append(BgpNeighbor(port.name, _ip(far_port.address) if far_port else None,
                                              _ip(port.address), peer.asn, peer_name, peer_port,
                                              PEER_GROUPS[rank(peer.role)]))
