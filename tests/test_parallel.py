@@ -1,0 +1,116 @@
+"""The parallel renderer: the parent renders beside its forked children, and a failure anywhere ends the build
+with that failure, leaving no child behind."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from topology.build import build_plan
+from topology.output import Output
+from topology.parallel import WorkerFailed, jobs_for, render_parallel
+from topology.plan import Plan
+from topology.render import Family
+from topology.spec import load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ROOT / "tests" / "specs" / "tiny-roce.yaml"
+
+
+@pytest.fixture(scope="module")
+def plan() -> Plan:
+    spec, lines = load_spec(TINY)
+    return build_plan(spec, lines, str(TINY))
+
+
+def _writer(name: str):
+    def render(plan: Plan, out: Output) -> None:
+        out.write_text(f"{name}.txt", f"{name} {os.getpid()}\n")
+    return render
+
+
+def _children_of(pid: int) -> list[str]:
+    tasks = Path(f"/proc/{pid}/task")
+    return [c for t in tasks.iterdir() for c in (t / "children").read_text().split()]
+
+
+def test_parent_and_child_both_render_and_every_file_is_reported(plan: Plan, tmp_path: Path) -> None:
+    def slow(name: str):
+        def render(plan: Plan, out: Output) -> None:
+            time.sleep(0.5)
+            _writer(name)(plan, out)
+        return render
+
+    fams = [Family(f"f{i}", "", slow(f"f{i}")) for i in range(4)]
+    out = Output(tmp_path / "out")
+    stages = render_parallel(plan, fams, out, 2)
+    out.commit()
+    assert sorted(stages) == ["f0", "f1", "f2", "f3"]
+    assert out.written == [f"f{i}.txt" for i in range(4)]  # in job order, whoever wrote them
+    pids = {(tmp_path / "out" / f"f{i}.txt").read_text().split()[1] for i in range(4)}
+    assert str(os.getpid()) in pids and len(pids) == 2, pids
+    assert _children_of(os.getpid()) == []
+
+
+def test_a_childs_failure_is_raised_in_the_parent(plan: Plan, tmp_path: Path) -> None:
+    parent = os.getpid()
+
+    def fails_in_child(plan: Plan, out: Output) -> None:
+        if os.getpid() != parent:
+            raise ValueError("boom in a child")
+        time.sleep(2)  # the parent holds one job while the child takes the other
+
+    fams = [Family("a", "", fails_in_child, weight=2), Family("b", "", fails_in_child)]
+    out = Output(tmp_path / "out")
+    with pytest.raises(ValueError, match="boom in a child"):
+        render_parallel(plan, fams, out, 2)
+    out.abort()
+    assert _children_of(parent) == []
+
+
+def test_an_exception_that_cannot_travel_is_reported_by_name(plan: Plan, tmp_path: Path) -> None:
+    parent = os.getpid()
+
+    class Local(Exception):  # defined in a function: pickle cannot find it by name
+        pass
+
+    def fails_in_child(plan: Plan, out: Output) -> None:
+        if os.getpid() != parent:
+            raise Local("disk on fire")
+        time.sleep(2)
+
+    fams = [Family("a", "", fails_in_child, weight=2), Family("b", "", fails_in_child)]
+    out = Output(tmp_path / "out")
+    with pytest.raises(WorkerFailed, match="Local: disk on fire"):
+        render_parallel(plan, fams, out, 2)
+    out.abort()
+
+
+def test_a_parent_failure_kills_the_children(plan: Plan, tmp_path: Path) -> None:
+    parent = os.getpid()
+
+    def render(plan: Plan, out: Output) -> None:
+        if os.getpid() == parent:
+            time.sleep(0.3)
+            raise RuntimeError("parent failed")
+        time.sleep(60)  # a child that would outlive the build if it were not killed
+
+    fams = [Family("a", "", render, weight=2), Family("b", "", render)]
+    out = Output(tmp_path / "out")
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="parent failed"):
+        render_parallel(plan, fams, out, 2)
+    out.abort()
+    assert time.monotonic() - start < 30
+    assert _children_of(parent) == []
+
+
+def test_jobs_start_with_the_heaviest_and_shard_shardable_families() -> None:
+    fams = [Family("light", "", _writer("light")), Family("sharded", "", _writer("s"), shardable=True, weight=8),
+            Family("heavy", "", _writer("heavy"), weight=5)]
+    jobs = jobs_for(fams, 2)
+    assert [(j.families, j.shard, j.shards) for j in jobs] == [
+        (("heavy",), 0, 1), (("sharded",), 0, 2), (("sharded",), 1, 2), (("light",), 0, 1)]
