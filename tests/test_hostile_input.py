@@ -4,7 +4,9 @@ limits, the model rules every field shares, unsafe --out targets, stale staging 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -382,6 +384,20 @@ def test_ctrl_c_after_the_command_returned_is_ignored() -> None:
              "    print(exc.code, signal.getsignal(signal.SIGINT) is signal.SIG_IGN, file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.stderr.split() == ["0", "True"], proc.stderr
+
+
+def test_a_build_through_the_entry_point_exits_with_its_output_complete(tmp_path: Path) -> None:
+    """`railforge build` keeps its plan to the end of the process and leaves through os._exit (freeing the
+    objects of a large plan one by one took 0.5 s): status, message, every file and the timings are there."""
+    out, timings = tmp_path / "out", tmp_path / "t.json"
+    proc = subprocess.run([*CLI, "build", str(TINY), "--out", str(out), "--timings", str(timings)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    wrote = re.search(r"wrote (\d+) files to", proc.stderr)
+    assert wrote, proc.stderr
+    assert len([p for p in out.rglob("*") if p.is_file()]) == int(wrote.group(1)) > 50
+    assert json.loads((out / "plan.json").read_bytes())["cluster"]["name"] == "tiny-roce"
+    assert "spec-to-plan" in json.loads(timings.read_text())["stages"]
 
 
 def test_ctrl_c_during_build_leaves_no_staging(tmp_path: Path) -> None:

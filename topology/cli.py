@@ -21,6 +21,7 @@ from topology.allocator import keep_freed_memory
 from topology.build import build_plan
 from topology.change.cli import diff
 from topology.change.guard import Refused, check_growth
+from topology.entry import KeepUntilExit
 from topology.lab.cli import lab_app
 from topology.output import Output, OutputError, UnsafePath, describe
 from topology.parallel import render_parallel
@@ -158,6 +159,7 @@ def validate(spec: SpecArg) -> None:
 
 @app.command()
 def build(
+    ctx: typer.Context,
     spec: SpecArg,
     out: Annotated[Path | None, typer.Option(help="output folder (default: <spec folder>/generated)")] = None,
     only: Annotated[str | None, typer.Option(help="comma-separated artifact families to write")] = None,
@@ -235,6 +237,8 @@ def build(
         say_error(f"wrote {target}, but then {describe(exc)}")
         raise typer.Exit(1) from None
     Console(stderr=True).print(f"wrote {len(output.written)} files to {target}", highlight=False)
+    if isinstance(ctx.obj, KeepUntilExit):
+        ctx.obj.keep(plan)
 
 
 plain_help(app)
