@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from fractions import Fraction
+from operator import attrgetter
 
 from topology.plan import Plan
 
@@ -18,25 +19,25 @@ def check_plan(plan: Plan, ratios: dict[str, Fraction], capacity: dict[str, int]
     ports each switch model offers at the compute speed."""
     problems: list[str] = []
     devices = plan.device_index()
+    ends_a = [link.a.device for link in plan.links]
+    ends_b = [link.b.device for link in plan.links]
+    used: Counter[str] = Counter(ends_a)
+    used.update(ends_b)
+    compute = [k for k, link in enumerate(plan.links) if link.fabric == "compute"]
+    compute_used: Counter[str] = Counter(ends_a[k] for k in compute)
+    compute_used.update(ends_b[k] for k in compute)
     down_bw: Counter[str] = Counter()
     up_bw: Counter[str] = Counter()
-    used: Counter[str] = Counter()
-    compute_used: Counter[str] = Counter()
     pairs: dict[str, Counter[str]] = defaultdict(Counter)
-    for link in plan.links:
-        used[link.a.device] += 1
-        used[link.b.device] += 1
-        if link.fabric != "compute":
-            continue
-        compute_used[link.a.device] += 1
-        compute_used[link.b.device] += 1
-        up_bw[link.a.device] += link.speed_mbps
-        down_bw[link.b.device] += link.speed_mbps
+    for k in compute:
+        link = plan.links[k]
+        up_bw[ends_a[k]] += link.speed_mbps
+        down_bw[ends_b[k]] += link.speed_mbps
         if link.tier in ("leaf-spine", "spine-superspine"):
-            pairs[link.a.device][link.b.device] += 1
+            pairs[ends_a[k]][ends_b[k]] += 1
     for dev in plan.devices:
         if dev.role not in ("node", "ufm", "mgmt"):
-            linked = sum(1 for p in dev.ports if p.link)
+            linked = sum(map(bool, map(attrgetter("link"), dev.ports)))
             if linked != used[dev.name] or linked > len(dev.ports):
                 problems.append(f"{dev.name}: {used[dev.name]} cables on {linked} linked ports")
         if dev.fabric != "compute" or dev.role not in ("leaf", "spine", "superspine"):
