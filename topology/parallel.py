@@ -7,7 +7,8 @@ The parent process is one of the workers: `--jobs N` forks N-1 children, and eve
 from a shared counter until none is left. Written with os.fork rather than ProcessPoolExecutor because the pool
 leaves its parent idle, so every worker is a child, and each child copies every page of the plan that it reads
 (reading a Python object writes its reference count): with the parent working, the pages it touches after a
-child are its own again and are not copied a second time. At 131K GPUs, `--jobs 2`, side by side: SEE_NOTE.
+child are its own again and are not copied a second time (131K GPUs, `--jobs 2`: 0.96-0.98 M -> 0.87 M minor
+faults, 8.2-8.9 s -> 7.2 s of system CPU, peak PSS of all processes 2.1 -> 1.6 GiB).
 A child reports the files it wrote and its timings, or its exception, through a pipe; the first failure stops
 every process from taking further jobs, and the parent kills its children when it fails or is interrupted."""
 
