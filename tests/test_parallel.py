@@ -4,6 +4,7 @@ with that failure, leaving no child behind."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -85,6 +86,21 @@ def test_an_exception_that_cannot_travel_is_reported_by_name(plan: Plan, tmp_pat
     fams = [Family("a", "", fails_in_child, weight=2), Family("b", "", fails_in_child)]
     out = Output(tmp_path / "out")
     with pytest.raises(WorkerFailed, match="Local: disk on fire"):
+        render_parallel(plan, fams, out, 2)
+    out.abort()
+
+
+def test_a_child_killed_by_the_kernel_is_reported(plan: Plan, tmp_path: Path) -> None:
+    parent = os.getpid()
+
+    def render(plan: Plan, out: Output) -> None:
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)  # what the OOM killer does
+        time.sleep(2)
+
+    fams = [Family("a", "", render, weight=2), Family("b", "", render)]
+    out = Output(tmp_path / "out")
+    with pytest.raises(WorkerFailed, match="killed by signal 9"):
         render_parallel(plan, fams, out, 2)
     out.abort()
 

@@ -108,11 +108,13 @@ def _child(jobs: list[Job], counter, fd: int) -> None:
 def _collect(pid: int, fd: int) -> list[JobResult]:
     with os.fdopen(fd, "rb") as fh:
         data = fh.read()
-    os.waitpid(pid, 0)
+    _, status = os.waitpid(pid, 0)
     try:
         kind, value = pickle.loads(data)
-    except Exception as exc:  # noqa: BLE001 - a child that died before reporting, or an unpicklable error
-        raise WorkerFailed(f"a render worker ended without a result ({exc or 'no data'})") from None
+    except Exception:  # noqa: BLE001 - a child that died before reporting (the kernel's OOM killer, a crash)
+        how = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
+               else f"exit status {os.waitstatus_to_exitcode(status)}")
+        raise WorkerFailed(f"a render worker ended without reporting a result ({how})") from None
     if kind == "error":
         raise value
     return value
