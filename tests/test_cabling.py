@@ -155,10 +155,25 @@ _CELL_TEXT = st.text(st.sampled_from(["a", "Z", "0", " ", "\t", "\n", "&", "<", 
                 max_size=12))
 def test_batched_cells_match_cell_by_cell(rows):
     """The column-at-a-time batches write the same XML as serialising each row's cells in turn."""
+    _assert_batched_match(rows)
+
+
+_FEW = [" <a&b>", "plain", "", None, 3, 2.5, "x\ty", "\x01"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_FEW), st.sampled_from(_FEW[:3]), st.one_of(_CELL_TEXT, st.none())),
+                min_size=8, max_size=80))
+def test_columns_of_few_values_match_cell_by_cell(rows):
+    """Columns with few distinct values go through the cache at C speed: still the same XML."""
+    _assert_batched_match(rows, ("a", "b", "c"))
+
+
+def _assert_batched_match(rows, columns=("a", "b")):
     from topology.render import xlsx
 
-    batched = "".join(xlsx.Sheet("t", ("a", "b"), [3, 3]).row_batches(rows))
-    one = xlsx.Sheet("t", ("a", "b"), [3, 3])
+    batched = "".join(xlsx.Sheet("t", columns, [3] * len(columns)).row_batches(rows))
+    one = xlsx.Sheet("t", columns, [3] * len(columns))
     by_cell = "".join("<row>" + "".join(one.caches[c].get(v) or one._cell(c, v) for c, v in enumerate(row)) + "</row>"
                       for row in rows)
     assert batched == by_cell

@@ -70,6 +70,13 @@ def _text(v: str) -> str:
     return f"<is><t{space}>{v}</t></is>"
 
 
+def _cell_xml(v) -> str:
+    """One cell: text inline, a number as its value (a float as repr writes it, anything else as an int)."""
+    if isinstance(v, str):
+        return f'<c t="inlineStr">{_text(v)}</c>'
+    return f"<c><v>{repr(v) if isinstance(v, float) else str(int(v))}</v></c>"
+
+
 def _plain(joined: str) -> bool:
     """True when no value joined by _SEPARATOR needs escaping or xml:space (what _SPECIAL finds in one value).
     A printable string holds no control character and no whitespace but the space; str methods scan it at C
@@ -107,21 +114,26 @@ class Sheet:
         self.caches: list[dict] = [{None: "<c/>", "": "<c/>"} for _ in columns]
 
     def _cell(self, c: int, v) -> str:
-        if isinstance(v, str):
-            xml = f'<c t="inlineStr">{_text(v)}</c>'
-        else:
-            num = repr(v) if isinstance(v, float) else str(int(v))
-            xml = f"<c><v>{num}</v></c>"
+        xml = _cell_xml(v)
         cache = self.caches[c]
         if len(cache) < CACHE_CELLS:
             cache[v] = xml
         return xml
 
     def _column(self, c: int, values: list) -> list[str]:
-        """The cells of column `c` for `values`, as `_cell` writes them."""
-        if set(map(type, values)) == {str} and _plain(_SEPARATOR.join(values)):
+        """The cells of column `c` for `values`, as `_cell` writes them. A column of few distinct values (most of
+        a cable sheet's) has each one serialised once and is then mapped through the cache at C speed."""
+        distinct = set(values)
+        cache = self.caches[c]
+        if len(distinct) * 4 <= len(values):
+            missing = distinct - cache.keys()
+            if len(cache) + len(missing) <= CACHE_CELLS:
+                for v in missing:
+                    cache[v] = _cell_xml(v)
+                return list(map(cache.__getitem__, values))
+        if set(map(type, distinct)) == {str} and _plain(_SEPARATOR.join(values)):
             return [f'<c t="inlineStr"><is><t>{v}</t></is></c>' if v else "<c/>" for v in values]
-        get, cell = self.caches[c].get, self._cell
+        get, cell = cache.get, self._cell
         return [get(v) or cell(c, v) for v in values]
 
     def header(self) -> str:
