@@ -3,12 +3,12 @@
 Every family writes its own files into the one staging folder, so the output is byte-identical to a
 serial build; per-switch families are split further into shards of switches.
 
-The parent process is one of the workers: `--jobs N` forks N-1 children, and every process takes the next job
-from a shared counter until none is left. Written with os.fork rather than ProcessPoolExecutor because the pool
-leaves its parent idle, so every worker is a child, and each child copies every page of the plan that it reads
-(reading a Python object writes its reference count): with the parent working, the pages it touches after a
-child are its own again and are not copied a second time (131K GPUs, `--jobs 2`: 0.96-0.98 M -> 0.87 M minor
-faults, 8.2-8.9 s -> 7.2 s of system CPU, peak PSS of all processes 2.1 -> 1.6 GiB).
+The parent process is one of the workers: `--jobs N` forks N-1 children, and every process takes the next job from
+a shared pipe of job numbers until none is left. Written with os.fork rather than ProcessPoolExecutor because the
+pool leaves its parent idle, so every worker is a child, and each child copies every page of the plan that it reads
+(reading a Python object writes its reference count): with the parent working, the pages it touches after a child
+are its own again and are not copied a second time (131K GPUs, `--jobs 2`: 0.96-0.98 M -> 0.87 M minor faults,
+8.2-8.9 s -> 7.2 s of system CPU, peak PSS of all processes 2.1 -> 1.6 GiB).
 A child reports the files it wrote and its timings, or its exception, through a pipe; the first failure stops
 every process from taking further jobs, and the parent kills its children when it fails or is interrupted."""
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import multiprocessing
 import os
 import pickle
 import signal
@@ -69,29 +68,37 @@ def _run(job: Job) -> JobResult:
     return JobResult(job, out.written, seconds)
 
 
-def _take(jobs: list[Job], counter) -> list[JobResult]:
-    """Run the next job from `counter` until there is none; on failure, leave none for the others."""
+def _dispenser(n: int) -> int:
+    """The read end of a pipe that holds job numbers 0..n-1 and no writer: each process reads the next number (a
+    4-byte read from a pipe takes one whole record) and end of file means no job is left. Unlike a shared counter
+    behind a lock, nothing is held that a process killed at any moment would keep from the others."""
+    read, write = os.pipe()
+    try:
+        os.write(write, b"".join(k.to_bytes(4, "little") for k in range(n)))  # ~20 jobs: far below a pipe's 64 KiB
+    finally:
+        os.close(write)
+    return read
+
+
+def _take(jobs: list[Job], dispenser: int) -> list[JobResult]:
+    """Run the next job from `dispenser` until there is none; on failure, leave none for the others."""
     results = []
-    while True:
-        with counter.get_lock():
-            k = counter.value
-            counter.value = k + 1
-        if k >= len(jobs):
-            return results
+    while record := os.read(dispenser, 4):
         try:
-            results.append(_run(jobs[k]))
+            results.append(_run(jobs[int.from_bytes(record, "little")]))
         except BaseException:
-            with counter.get_lock():
-                counter.value = len(jobs)
+            while os.read(dispenser, 1 << 16):
+                pass
             raise
+    return results
 
 
-def _child(jobs: list[Job], counter, fd: int) -> None:
+def _child(jobs: list[Job], dispenser: int, fd: int) -> None:
     """A forked worker: run jobs, send ("ok", results) or ("error", exception) through `fd`, never return."""
     status = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-        payload = pickle.dumps(("ok", _take(jobs, counter)))
+        payload = pickle.dumps(("ok", _take(jobs, dispenser)))
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
         status = 1
         try:
@@ -105,10 +112,15 @@ def _child(jobs: list[Job], counter, fd: int) -> None:
         os._exit(status)
 
 
-def _collect(pid: int, fd: int) -> list[JobResult]:
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read()
-    _, status = os.waitpid(pid, 0)
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _result(data: bytes, status: int) -> list[JobResult]:
+    """A child's report: its results, or its exception raised here."""
     try:
         kind, value = pickle.loads(data)
     except Exception:  # noqa: BLE001 - a child that died before reporting (the kernel's OOM killer, a crash)
@@ -135,7 +147,7 @@ def jobs_for(families: list[Family], workers: int) -> list[Job]:
 
 
 def _end(pid: int, fd: int) -> None:
-    """Kill and reap a child, and close its pipe, whichever of these is still to do."""
+    """Kill and reap a child that has not reported, and close its pipe."""
     with contextlib.suppress(OSError):
         os.kill(pid, signal.SIGKILL)
     with contextlib.suppress(OSError):
@@ -150,7 +162,7 @@ def render_parallel(plan: Plan, families: list[Family], output: Output, workers:
     jobs = jobs_for(families, workers)
     _handoff.update(plan=plan, families={f.name: f for f in families}, output=output,
                     order={d.name: i for i, d in enumerate(plan.devices)})
-    counter = multiprocessing.get_context("fork").Value("l", 0)
+    dispenser = _dispenser(len(jobs))
     children: list[tuple[int, int]] = []
     gc.freeze()
     try:
@@ -159,19 +171,22 @@ def render_parallel(plan: Plan, families: list[Family], output: Output, workers:
             pid = os.fork()
             if pid == 0:
                 os.close(read)
-                _child(jobs, counter, write)
+                _child(jobs, dispenser, write)
             os.close(write)
             children.append((pid, read))
-        results = _take(jobs, counter)
+        results = _take(jobs, dispenser)
         while children:
-            pid, read = children[0]
-            results += _collect(pid, read)
+            pid, read = children[0]  # a child stays listed, to be killed on failure, until its pipe is read
+            data = _read_all(read)
+            os.close(read)
             children.pop(0)
+            results += _result(data, os.waitpid(pid, 0)[1])
     except BaseException:
         for pid, read in children:
             _end(pid, read)
         raise
     finally:
+        os.close(dispenser)
         _handoff.clear()
         gc.unfreeze()
     stages: dict[str, dict] = {}
