@@ -57,53 +57,36 @@ def test_parent_and_children_render_and_every_file_is_reported(plan: Plan, tmp_p
     assert _children_of(os.getpid()) == []
 
 
-def test_a_childs_failure_is_raised_in_the_parent(plan: Plan, tmp_path: Path) -> None:
+def _unpicklable() -> Exception:
+    class Local(Exception):  # defined in a function: pickle cannot find it by name
+        pass
+
+    return Local("disk on fire")
+
+
+def _sigkill() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)  # what the kernel's OOM killer does
+
+
+@pytest.mark.parametrize(("failure", "raised", "message"), [
+    (lambda: ValueError("boom in a child"), ValueError, "boom in a child"),
+    (_unpicklable, WorkerFailed, "Local: disk on fire"),
+    (_sigkill, WorkerFailed, "killed by signal 9"),
+], ids=["exception", "unpicklable-exception", "sigkill"])
+def test_a_childs_failure_is_raised_in_the_parent(plan: Plan, tmp_path: Path, failure, raised, message) -> None:
     parent = os.getpid()
 
     def fails_in_child(plan: Plan, out: Output) -> None:
         if os.getpid() != parent:
-            raise ValueError("boom in a child")
+            raise failure()
         time.sleep(2)  # the parent holds one job while the child takes the other
 
     fams = [Family("a", "", fails_in_child, weight=2), Family("b", "", fails_in_child)]
     out = Output(tmp_path / "out")
-    with pytest.raises(ValueError, match="boom in a child"):
+    with pytest.raises(raised, match=message):
         render_parallel(plan, fams, out, 2)
     out.abort()
     assert _children_of(parent) == []
-
-
-def test_an_exception_that_cannot_travel_is_reported_by_name(plan: Plan, tmp_path: Path) -> None:
-    parent = os.getpid()
-
-    class Local(Exception):  # defined in a function: pickle cannot find it by name
-        pass
-
-    def fails_in_child(plan: Plan, out: Output) -> None:
-        if os.getpid() != parent:
-            raise Local("disk on fire")
-        time.sleep(2)
-
-    fams = [Family("a", "", fails_in_child, weight=2), Family("b", "", fails_in_child)]
-    out = Output(tmp_path / "out")
-    with pytest.raises(WorkerFailed, match="Local: disk on fire"):
-        render_parallel(plan, fams, out, 2)
-    out.abort()
-
-
-def test_a_child_killed_by_the_kernel_is_reported(plan: Plan, tmp_path: Path) -> None:
-    parent = os.getpid()
-
-    def render(plan: Plan, out: Output) -> None:
-        if os.getpid() != parent:
-            os.kill(os.getpid(), signal.SIGKILL)  # what the OOM killer does
-        time.sleep(2)
-
-    fams = [Family("a", "", render, weight=2), Family("b", "", render)]
-    out = Output(tmp_path / "out")
-    with pytest.raises(WorkerFailed, match="killed by signal 9"):
-        render_parallel(plan, fams, out, 2)
-    out.abort()
 
 
 def test_a_parent_failure_kills_the_children(plan: Plan, tmp_path: Path) -> None:
