@@ -45,7 +45,8 @@ class JobResult:
 
 
 class WorkerFailed(RuntimeError):
-    """A child's exception that could not be sent back as itself."""
+    """A child failed in a way that could not be sent back as itself: an exception pickle cannot carry, or an end
+    without a report (killed by a signal, a crash)."""
 
 
 def _run(job: Job) -> JobResult:
