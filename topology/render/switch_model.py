@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from topology.build.ports import host_hca
 from topology.plan import HOST_ROLES, SWITCH_ROLES, Device, Link, Plan, Port, Qos
+from topology.render.tables import PlanIndex as TableIndex
 
 TIER_RANK = {"leaf": 1, "spine": 2, "superspine": 3}
 PEER_GROUPS = {1: "LEAF", 2: "SPINE", 3: "SUPERSPINE"}
@@ -154,12 +155,13 @@ class IncompletePlan(ValueError):
 
 class PlanIndex:
     """Look-ups over the whole plan, built once and shared by every switch: each device's cabled ports and their
-    far ends, and a device's ports by name (indexed on first use: a shard of switches needs only its peers')."""
+    far ends, and (through the tables' index) devices by name and a device's ports by name, indexed on first use:
+    a shard of switches needs only its peers'."""
 
     def __init__(self, plan: Plan):
         self.plan = plan
-        self.devices: dict[str, Device] = {d.name: d for d in plan.devices}
-        self._ports: dict[str, dict[str, Port]] = {}
+        self.lookup = TableIndex(plan)
+        self.devices: dict[str, Device] = self.lookup.devices
         self.far_end: dict[str, dict[str, tuple[Link, str, str]]] = {}
         far = self.far_end
         for link in plan.links:
@@ -176,19 +178,11 @@ class PlanIndex:
         peerlinked = {link.fabric for link in plan.links if link.tier.endswith("peer")}
         self.evpn_fabrics = {d.fabric for d in plan.devices if d.mlag_peer} - peerlinked
 
-    def port(self, device: str, name: str) -> Port | None:
-        """A device's port by name (the first of that name)."""
-        ports = self._ports.get(device)
-        if ports is None:
-            dev = self.devices.get(device)
-            ports = self._ports[device] = {p.name: p for p in reversed(dev.ports)} if dev is not None else {}
-        return ports.get(name)
-
     def peer_hca(self, link: Link, peer_name: str, peer_port: str) -> str | None:
         """The RDMA device behind a host's compute rail port at the far end of `link` (hosts are link A ends)."""
         if link.tier != "node-leaf" or link.fabric != "compute" or link.a.device != peer_name:
             return None
-        host, port = self.devices.get(peer_name), self.port(peer_name, peer_port)
+        host, port = self.devices.get(peer_name), self.lookup.port(peer_name, peer_port)
         return None if host is None or port is None else host_hca(host, port)
 
 
@@ -271,7 +265,7 @@ def build_switch(dev: Device, idx: PlanIndex) -> SwitchConfig:
                 peers[peer_name] = PeerDevice(peer_name, peer.role, peer.model, peer.loopback, peer.mgmt_address,
                                               peer.sonic_hwsku)
             if dev.asn is not None and peer.asn is not None:
-                far_port = idx.port(peer_name, peer_port)
+                far_port = idx.lookup.port(peer_name, peer_port)
                 neighbors.append(BgpNeighbor(port.name, _ip(far_port.address) if far_port else None,
                                              _ip(port.address), peer.asn, peer_name, peer_port,
                                              PEER_GROUPS[rank(peer.role)]))
