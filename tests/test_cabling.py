@@ -169,6 +169,21 @@ def test_columns_of_few_values_match_cell_by_cell(rows):
     _assert_batched_match(rows, ("a", "b", "c"))
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_CELL_TEXT, st.none(), st.integers(-10**6, 10**6), st.floats(-1e9, 1e9), st.booleans(),
+                          st.sampled_from([0, 0.0, 1, 1.0, True, False, "", -1, -1.0])), max_size=20),
+       st.text(max_size=4))
+def test_column_width_is_the_longest_shown_value(values, header):
+    """Widths measured by type and distinct value equal the plain definition: the longest header or non-empty cell
+    as the sheet shows it (an int as digits, a float as repr), plus 2."""
+    from topology.render import xlsx
+
+    shown = [len(v) if isinstance(v, str) else len(repr(v) if isinstance(v, float) else str(int(v)))
+             for v in values if v is not None and v != ""]
+    assert xlsx.column_width(header, values) == max([len(header), *shown]) + 2
+    assert xlsx.column_width(header, tuple(values)) == max([len(header), *shown]) + 2
+
+
 def _assert_batched_match(rows, columns=("a", "b")):
     from topology.render import xlsx
 

@@ -28,6 +28,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _SPECIAL = re.compile(r"[&<>\x00-\x1f]|^\s|\s$")
 _SEPARATOR = "\u241e"
 BATCH_ROWS = 20_000
+NONE = type(None)
 
 STYLES = (
     f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<styleSheet xmlns="{MAIN}">'
@@ -95,12 +96,21 @@ def _display_len(v) -> int:
 
 
 def column_width(header: str, values: Sequence) -> int:
-    """Characters for a column: its longest header or value (empty ones aside) plus 2."""
-    if set(map(type, values)) <= {str, type(None)}:
-        longest = max(map(len, filter(None, values)), default=0)
-    else:
-        distinct = set(zip(map(type, values), values, strict=True))
-        longest = max((_display_len(v) for _, v in distinct if v is not None and v != ""), default=0)
+    """Characters for a column: its longest header or value (empty ones aside) plus 2. A column of text is
+    measured in one C-level pass (len of a number or None raises); other columns over the distinct values of each
+    type (1 and 1.0 show differently)."""
+    try:
+        longest = max(map(len, values), default=0)
+    except TypeError:
+        found = set(map(type, values))
+        kinds = found - {NONE}
+        if kinds == {str}:
+            longest = max(map(len, filter(None, values)), default=0)
+        else:
+            longest = 0
+            for kind in kinds:
+                same = values if len(found) == 1 else [v for v in values if type(v) is kind]
+                longest = max(longest, max(map(_display_len, set(same) - {""}), default=0))
     return max(len(header), longest) + 2
 
 
@@ -142,10 +152,14 @@ class Sheet:
 
     def row_batches(self, rows: Sequence[tuple]) -> Iterator[str]:
         """`<row>` elements for `rows` (tuples as long as the columns), BATCH_ROWS at a time."""
-        for start in range(0, len(rows), BATCH_ROWS):
-            batch = rows[start:start + BATCH_ROWS]
-            columns = [self._column(c, list(values)) for c, values in enumerate(zip(*batch, strict=True))]
-            yield "<row>" + "</row><row>".join(map("".join, zip(*columns, strict=True))) + "</row>"
+        return self.column_batches(list(zip(*rows, strict=True)) if rows else [()] * len(self.columns))
+
+    def column_batches(self, columns: Sequence[Sequence]) -> Iterator[str]:
+        """`<row>` elements for a table given as its columns (equally long), BATCH_ROWS rows at a time: each
+        column is sliced per batch, so the rows are never transposed batch by batch."""
+        for start in range(0, len(columns[0]) if columns else 0, BATCH_ROWS):
+            cells = [self._column(c, values[start:start + BATCH_ROWS]) for c, values in enumerate(columns)]
+            yield "<row>" + "</row><row>".join(map("".join, zip(*cells, strict=True))) + "</row>"
 
     def head_tail(self, rows: int) -> tuple[str, str, str]:
         """The worksheet XML before and after `rows` data rows, and its table's cell range."""
@@ -170,18 +184,19 @@ class Workbook:
     def table(self, name: str, columns: tuple[str, ...], rows: Sequence[tuple]) -> None:
         """`rows` in sheet `name`, continued in `name-2`, `name-3`... past MAX_ROWS; one sheet when empty. Every
         sheet of a table has the same column widths."""
-        widths = [column_width(h, values) for h, values in zip(columns, zip(*rows, strict=True) if rows
-                                                                 else [()] * len(columns), strict=True)]
+        cols = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
+        widths = [column_width(h, values) for h, values in zip(columns, cols, strict=True)]
         per_sheet = MAX_ROWS - 1
         for n, start in enumerate(range(0, max(len(rows), 1), per_sheet), 1):
-            self._sheet(Sheet(name if n == 1 else f"{name}-{n}", columns, widths), rows[start:start + per_sheet])
+            part = cols if len(rows) <= per_sheet else [values[start:start + per_sheet] for values in cols]
+            self._sheet(Sheet(name if n == 1 else f"{name}-{n}", columns, widths), part)
 
-    def _sheet(self, sheet: Sheet, rows: Sequence[tuple]) -> None:
-        head, tail, ref = sheet.head_tail(len(rows))
+    def _sheet(self, sheet: Sheet, columns: Sequence[Sequence]) -> None:
+        head, tail, ref = sheet.head_tail(len(columns[0]) if columns else 0)
         n = len(self.sheets) + 1
         with self.zip.open(_entry(f"xl/worksheets/sheet{n}.xml"), "w", force_zip64=True) as fh:
             fh.write((head + sheet.header()).encode())
-            for xml in sheet.row_batches(rows):
+            for xml in sheet.column_batches(columns):
                 fh.write(xml.encode())
             fh.write(tail.encode())
         self.sheets.append((sheet.name, ref))
