@@ -188,6 +188,12 @@ def _assert_batched_match(rows, columns=("a", "b")):
     from topology.render import xlsx
 
     batched = "".join(xlsx.Sheet("t", columns, [3] * len(columns)).row_batches(rows))
+    saved = xlsx.BATCH_ROWS, xlsx.JOIN_ROWS
+    xlsx.BATCH_ROWS, xlsx.JOIN_ROWS = 7, 3
+    try:
+        assert "".join(xlsx.Sheet("t", columns, [3] * len(columns)).row_batches(rows)) == batched
+    finally:
+        xlsx.BATCH_ROWS, xlsx.JOIN_ROWS = saved
     one = xlsx.Sheet("t", columns, [3] * len(columns))
     by_cell = "".join("<row>" + "".join(one.caches[c].get(v) or one._cell(c, v) for c, v in enumerate(row)) + "</row>"
                       for row in rows)

@@ -28,6 +28,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _SPECIAL = re.compile(r"[&<>\x00-\x1f]|^\s|\s$")
 _SEPARATOR = "\u241e"
 BATCH_ROWS = 20_000
+JOIN_ROWS = 2_000  # rows joined at a time: their cells stay in the CPU caches
 NONE = type(None)
 
 STYLES = (
@@ -155,11 +156,14 @@ class Sheet:
         return self.column_batches(list(zip(*rows, strict=True)) if rows else [()] * len(self.columns))
 
     def column_batches(self, columns: Sequence[Sequence]) -> Iterator[str]:
-        """`<row>` elements for a table given as its columns (equally long), BATCH_ROWS rows at a time: each
-        column is sliced per batch, so the rows are never transposed batch by batch."""
+        """`<row>` elements for a table given as its columns (equally long): cells are made BATCH_ROWS rows at a
+        time from each column's slice (enough rows to find the columns of few values), and joined into rows
+        JOIN_ROWS at a time."""
         for start in range(0, len(columns[0]) if columns else 0, BATCH_ROWS):
             cells = [self._column(c, values[start:start + BATCH_ROWS]) for c, values in enumerate(columns)]
-            yield "<row>" + "</row><row>".join(map("".join, zip(*cells, strict=True))) + "</row>"
+            for at in range(0, len(cells[0]), JOIN_ROWS):
+                part = [column[at:at + JOIN_ROWS] for column in cells]
+                yield "<row>" + "</row><row>".join(map("".join, zip(*part, strict=True))) + "</row>"
 
     def head_tail(self, rows: int) -> tuple[str, str, str]:
         """The worksheet XML before and after `rows` data rows, and its table's cell range."""
