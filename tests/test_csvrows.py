@@ -38,6 +38,16 @@ def test_ragged_rows_match_csv_writer(rows):
     assert csvrows.format_rows(rows) == _by_csv(rows)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b,c"]),
+                          st.sampled_from([0.0, -0.0, 1.5, 2.0, 1e-7, float("inf"), float("nan"), 3.25])),
+                min_size=4, max_size=40))
+def test_float_columns_of_few_values_match_csv_writer(rows):
+    """A float column of few distinct values is formatted once per value: -0.0, 0.0 and NaN must still print
+    as csv.writer prints them."""
+    assert csvrows.format_rows(rows) == _by_csv(rows)
+
+
 def test_values_of_other_types_are_left_to_csv():
     """A str-mixin enum: str() gives 'Colour.RED', csv writes its value; the batch must not guess."""
     rows = [("a", Colour.RED), ("b", "c")]

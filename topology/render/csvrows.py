@@ -38,6 +38,12 @@ def _column_text(col: tuple) -> Sequence[str] | None:
     if kinds == {int}:
         text = {v: str(v) for v in set(col)}
         return list(map(text.__getitem__, col))
+    if kinds == {float}:
+        distinct = set(col)
+        # equal floats print alike except 0.0 / -0.0, and NaN is not equal to itself: those take str() each
+        if len(distinct) * 4 <= len(col) and 0.0 not in distinct and all(v == v for v in distinct):
+            text = {v: str(v) for v in distinct}
+            return list(map(text.__getitem__, col))
     if not kinds <= PLAIN_TYPES:
         return None
     if NONE in kinds:
