@@ -184,6 +184,17 @@ def test_column_width_is_the_longest_shown_value(values, header):
     assert xlsx.column_width(header, tuple(values)) == max([len(header), *shown]) + 2
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["C-1", "C-2", "C-10"]), st.integers(1, 4), st.sampled_from(["sw-a", "sw-b"]),
+                          st.integers()), max_size=30))
+def test_pull_rows_sort_top_u_first_then_device_and_cable(rows):
+    from topology.render.cabling import _sort_pull_rows
+
+    got = list(rows)
+    _sort_pull_rows(got)
+    assert got == sorted(rows, key=lambda r: (-r[1], r[2], r[0]))
+
+
 def _assert_batched_match(rows, columns=("a", "b")):
     from topology.render import xlsx
 

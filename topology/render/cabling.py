@@ -4,6 +4,7 @@ cabling.csv with the same cable rows, and one pull sheet per rack (what leaves t
 from __future__ import annotations
 
 from collections import defaultdict
+from operator import itemgetter
 
 from topology.output import Output
 from topology.plan import Link, Plan
@@ -54,8 +55,10 @@ def _pull_rows(cable_rows: list[tuple]) -> dict[str, list[tuple]]:
     return per_rack
 
 
-def _pull_key(row: tuple) -> tuple:
-    return -row[1], row[2], row[0]
+def _sort_pull_rows(rows: list[tuple]) -> None:
+    """Top U first, then device and cable: two stable sorts on C-level keys (a reverse sort keeps ties in order)."""
+    rows.sort(key=itemgetter(2, 0))
+    rows.sort(key=itemgetter(1), reverse=True)
 
 
 def render(plan: Plan, out: Output) -> None:
@@ -77,6 +80,6 @@ def render(plan: Plan, out: Output) -> None:
     wb.table("pools", POOL_COLUMNS, [pool_row(u) for u in usage])
     wb.close()
     for rack, prow in sorted(_pull_rows(cable_rows).items()):
-        prow.sort(key=_pull_key)
+        _sort_pull_rows(prow)
         with out.open(f"pull-sheets/{rack}.csv") as fh:
             write_rows(fh, [PULL_COLUMNS, *prow])
