@@ -198,11 +198,12 @@ def test_pull_rows_sort_top_u_first_then_device_and_cable(rows):
 def _assert_batched_match(rows, columns=("a", "b")):
     from topology.render import xlsx
 
-    batched = "".join(xlsx.Sheet("t", columns, [3] * len(columns)).row_batches(rows))
+    table = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
+    batched = "".join(xlsx.Sheet("t", columns, [3] * len(columns)).column_batches(table))
     saved = xlsx.BATCH_ROWS, xlsx.JOIN_ROWS
     xlsx.BATCH_ROWS, xlsx.JOIN_ROWS = 7, 3
     try:
-        assert "".join(xlsx.Sheet("t", columns, [3] * len(columns)).row_batches(rows)) == batched
+        assert "".join(xlsx.Sheet("t", columns, [3] * len(columns)).column_batches(table)) == batched
     finally:
         xlsx.BATCH_ROWS, xlsx.JOIN_ROWS = saved
     one = xlsx.Sheet("t", columns, [3] * len(columns))

@@ -151,10 +151,6 @@ class Sheet:
     def header(self) -> str:
         return "<row>" + "".join(f'<c t="inlineStr" s="1">{_text(c)}</c>' for c in self.columns) + "</row>"
 
-    def row_batches(self, rows: Sequence[tuple]) -> Iterator[str]:
-        """`<row>` elements for `rows` (tuples as long as the columns), BATCH_ROWS at a time."""
-        return self.column_batches(list(zip(*rows, strict=True)) if rows else [()] * len(self.columns))
-
     def column_batches(self, columns: Sequence[Sequence]) -> Iterator[str]:
         """`<row>` elements for a table given as its columns (equally long): cells are made BATCH_ROWS rows at a
         time from each column's slice (enough rows to find the columns of few values), and joined into rows
