@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import subprocess
 from collections import Counter
 
@@ -185,14 +186,47 @@ def test_column_width_is_the_longest_shown_value(values, header):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["C-1", "C-2", "C-10"]), st.integers(1, 4), st.sampled_from(["sw-a", "sw-b"]),
+@given(st.lists(st.tuples(st.integers(1, 4), st.sampled_from(["sw-a", "sw-b"]), st.sampled_from(["C-1", "C-2", "C-10"]),
                           st.integers()), max_size=30))
 def test_pull_rows_sort_top_u_first_then_device_and_cable(rows):
     from topology.render.cabling import _sort_pull_rows
 
     got = list(rows)
     _sort_pull_rows(got)
-    assert got == sorted(rows, key=lambda r: (-r[1], r[2], r[0]))
+    assert got == sorted(rows, key=lambda r: (-r[0], r[1], r[2]))
+
+
+_RACK = st.sampled_from(["R1", "R2", "R3"])
+_NAME = st.sampled_from(["sw-a", "sw-b", "gpu,1", 'q"x', "n"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_RACK, st.integers(1, 42), _NAME, _NAME, _RACK, st.integers(1, 42), _NAME, _NAME,
+                          st.sampled_from([1.0, 2.5, 0.0, -0.0]), st.sampled_from(["", None, "AOC"])),
+                max_size=25))
+def test_pull_sheets_are_csv_writer_rows_per_rack(ends):
+    """Pull sheets, formatted column-wise and sorted into racks, against csv.writer on rows built and sorted per
+    rack the plain way; names with a comma or a quote take csv's quoting."""
+    from topology.render.cabling import PULL_COLUMNS, pull_sheets
+    from topology.render.tables import CABLE_COLUMNS
+
+    rows = [(f"C-{n}", "compute", "leaf-spine", 1, None, ar, au, ad, ap, f"{ap}L", br, bu, bd, bp, f"{bp}L", "400G",
+             media, "part", 2, "", length) for n, (ar, au, ad, ap, br, bu, bd, bp, length, media) in enumerate(ends)]
+    expected: dict[str, list[tuple]] = {}
+    for r in rows:
+        leaves = "yes" if r[5] != r[10] else "no"
+        tail = (r[15], r[16], r[20], leaves)
+        expected.setdefault(r[5], []).append((r[0], *r[6:10], *r[10:15], *tail))
+        if r[10] != r[5]:
+            expected.setdefault(r[10], []).append((r[0], *r[11:15], *r[5:10], *tail))
+    buf = {}
+    for rack, prow in expected.items():
+        text = io.StringIO()
+        ordered = sorted(prow, key=lambda p: (-p[1], p[2], p[0]))
+        csv.writer(text, lineterminator="\n").writerows([PULL_COLUMNS, *ordered])
+        buf[rack] = text.getvalue()
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(CABLE_COLUMNS)
+    assert list(pull_sheets(columns)) == sorted(buf.items())
 
 
 def _assert_batched_match(rows, columns=("a", "b")):

@@ -68,3 +68,22 @@ def test_row_writer_across_batches(monkeypatch):
     out = io.StringIO()
     csvrows.write_rows(out, iter(rows))
     assert out.getvalue() == _by_csv(rows)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 4).flatmap(lambda n: st.lists(st.tuples(*[_VALUE] * n), max_size=12)),
+       st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=5), min_size=1, max_size=3))
+def test_column_lines_match_csv_writer_per_view(rows, views):
+    """Every view (columns chosen and reordered) of a table given as columns: csv.writer's line for each row."""
+    width = len(rows[0]) if rows else 4
+    views = [[i % width for i in view] for view in views]
+    columns = list(zip(*rows, strict=True)) if rows else [()] * width
+    got = csvrows.column_lines(columns, *views)
+    assert got == [[_by_csv([[row[i] for i in view]])[:-1] for row in rows] for view in views]
+
+
+def test_column_lines_across_batches(monkeypatch):
+    monkeypatch.setattr(csvrows, "BATCH_ROWS", 3)
+    rows = [(i, f"n{i}", "x,y" if i == 5 else None, i / 4) for i in range(11)]
+    columns = list(zip(*rows, strict=True))
+    assert csvrows.column_lines(columns, (3, 1, 2)) == [[_by_csv([(r[3], r[1], r[2])])[:-1] for r in rows]]

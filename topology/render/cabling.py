@@ -4,11 +4,13 @@ cabling.csv with the same cable rows, and one pull sheet per rack (what leaves t
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from itertools import groupby
 from operator import itemgetter
 
 from topology.output import Output
 from topology.plan import Link, Plan
-from topology.render.csvrows import write_rows
+from topology.render.csvrows import column_lines, format_rows, write_rows
 from topology.render.tables import (
     ADDRESS_COLUMNS,
     CABLE_COLUMNS,
@@ -41,24 +43,36 @@ def summary_rows(links: list[Link]) -> list[tuple]:
     return out
 
 
-def _pull_rows(cable_rows: list[tuple]) -> dict[str, list[tuple]]:
+# the cable table's columns (CABLE_COLUMNS) behind each pull sheet column, seen from the A end and from the B end
+_FROM_A = (0, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 20)
+_FROM_B = (0, 11, 12, 13, 14, 5, 6, 7, 8, 9, 15, 16, 20)
+
+
+def pull_sheets(columns: Sequence[Sequence]) -> Iterator[tuple[str, str]]:
+    """(rack, CSV text) per rack, racks in order: every cable is a row in its A end's rack and, when it leaves
+    that rack, in its B end's, seen from there; top U first, then device and cable. Each cable's two lines are
+    formatted once, for all cables a column at a time, and only sorted into racks."""
+    cable, a_rack, a_u, a_device, b_rack, b_u, b_device = (columns[i] for i in (0, 5, 6, 7, 10, 11, 12))
+    leaves = ["no" if a == b else "yes" for a, b in zip(a_rack, b_rack, strict=True)]
+    with_leaves = [*columns, leaves]
+    from_a, from_b = column_lines(with_leaves, (*_FROM_A, len(columns)), (*_FROM_B, len(columns)))
     per_rack: dict[str, list[tuple]] = defaultdict(list)
-    for row in cable_rows:
-        cable, a_rack, b_rack = row[0], row[5], row[10]
-        a = row[5:10]
-        b = row[10:15]
-        tail = (row[15], row[16], row[20])
-        leaves = "yes" if a_rack != b_rack else "no"
-        per_rack[a_rack].append((cable, *a[1:], *b, *tail, leaves))
-        if b_rack != a_rack:
-            per_rack[b_rack].append((cable, *b[1:], *a, *tail, leaves))
-    return per_rack
+    for c, ar, au, ad, al, br, bu, bd, bl in zip(cable, a_rack, a_u, a_device, from_a, b_rack, b_u, b_device, from_b,
+                                                 strict=True):
+        per_rack[ar].append((au, ad, c, al))
+        if br != ar:
+            per_rack[br].append((bu, bd, c, bl))
+    header = format_rows([PULL_COLUMNS])
+    for rack, rows in sorted(per_rack.items()):
+        _sort_pull_rows(rows)
+        yield rack, header + "\n".join(map(itemgetter(3), rows)) + "\n"
 
 
 def _sort_pull_rows(rows: list[tuple]) -> None:
-    """Top U first, then device and cable: two stable sorts on C-level keys (a reverse sort keeps ties in order)."""
-    rows.sort(key=itemgetter(2, 0))
-    rows.sort(key=itemgetter(1), reverse=True)
+    """(local U, local device, cable, ...) rows top U first, then device and cable: two stable sorts on C-level
+    keys (a reverse sort keeps ties in order)."""
+    rows.sort(key=itemgetter(1, 2))
+    rows.sort(key=itemgetter(0), reverse=True)
 
 
 def render(plan: Plan, out: Output) -> None:
@@ -68,18 +82,19 @@ def render(plan: Plan, out: Output) -> None:
     with out.open("cabling.csv") as fh:
         write_rows(fh, [CABLE_COLUMNS])
         write_rows(fh, cable_rows)
-    by_fabric: dict[str, list[tuple]] = {}
-    for link, row in zip(links, cable_rows, strict=True):
-        by_fabric.setdefault(link.fabric, []).append(row)
+    columns = list(zip(*cable_rows, strict=True)) if cable_rows else [()] * len(CABLE_COLUMNS)
+    del cable_rows
     wb = Workbook(out.path("cabling.xlsx"))
     wb.table("summary", SUMMARY_COLUMNS, summary_rows(links))
-    for fabric, rows in by_fabric.items():
-        wb.table(fabric, CABLE_COLUMNS, rows)
+    start = 0
+    for fabric, group in groupby(columns[1]):  # links come sorted by fabric first
+        end = start + sum(1 for _ in group)
+        wb.columns_table(fabric, CABLE_COLUMNS, [values[start:end] for values in columns])
+        start = end
     rows, usage = address_table(plan)
     wb.table("ip-plan", ADDRESS_COLUMNS, rows)
     wb.table("pools", POOL_COLUMNS, [pool_row(u) for u in usage])
     wb.close()
-    for rack, prow in sorted(_pull_rows(cable_rows).items()):
-        _sort_pull_rows(prow)
+    for rack, text in pull_sheets(columns):
         with out.open(f"pull-sheets/{rack}.csv") as fh:
-            write_rows(fh, [PULL_COLUMNS, *prow])
+            fh.write(text)

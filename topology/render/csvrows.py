@@ -27,7 +27,7 @@ def _csv_text(rows: Iterable[Sequence]) -> str:
     return buf.getvalue()
 
 
-def _column_text(col: tuple) -> Sequence[str] | None:
+def _column_text(col: Sequence) -> Sequence[str] | None:
     kinds = set(map(type, col))
     if kinds == {str}:
         return col
@@ -73,6 +73,32 @@ def format_rows(rows: list[Sequence]) -> str:
         return text + "\n"
     return "".join(line + "\n" if _plain(line, commas) else _csv_text((row,))
                    for line, row in zip(lines, rows, strict=True))
+
+
+def column_lines(columns: Sequence[Sequence], *views: Sequence[int]) -> list[list[str]]:
+    """For each view (the indices of the table's columns it shows, in order, one or more), every row of a table
+    given as its columns (equally long) as csv.writer writes it, without the line end: for tables that are split or
+    reordered after formatting (pull sheets). Each column a view shows becomes text once, for all views; rows are joined
+    BATCH_ROWS at a time."""
+    texts = {i: _column_text(columns[i]) for i in sorted(set().union(*views))}
+    out = []
+    for view in views:
+        if len(view) < 2 or any(texts[i] is None for i in view):
+            out.append([_csv_text((row,))[:-1] for row in zip(*(columns[i] for i in view), strict=True)])
+            continue
+        chosen = [texts[i] for i in view]
+        lines: list[str] = []
+        for start in range(0, len(chosen[0]), BATCH_ROWS):
+            lines += map(",".join, zip(*(t[start:start + BATCH_ROWS] for t in chosen), strict=True))
+        text = "\n".join(lines)
+        commas = len(view) - 1
+        if text.count(",") != commas * len(lines) or text.count("\n") != max(len(lines) - 1, 0) or '"' in text \
+                or "\r" in text:
+            rows = zip(*(columns[i] for i in view), strict=True)
+            lines = [line if _plain(line, commas) else _csv_text((row,))[:-1]
+                     for line, row in zip(lines, rows, strict=True)]
+        out.append(lines)
+    return out
 
 
 def write_rows(fh: IO[str], rows: Iterable[Sequence]) -> None:

@@ -50,7 +50,10 @@ class PlanIndex:
 
     def sorted_links(self) -> list[Link]:
         """Fabric, then the A end's rack (row, position), top U first, device and port: the order a technician
-        pulls cables. Sorted on one integer per cable: device and port ranks are computed once."""
+        pulls cables. Sorted on one integer per cable: device and port ranks are computed once. Each fabric's
+        cables are contiguous (a fabric the plan does not define sorts after those it does, by name)."""
+        fabrics = sorted({link.fabric for link in self.plan.links}, key=lambda f: (FABRIC_ORDER.get(f, 9), f))
+        fabric_rank = {f: i for i, f in enumerate(fabrics)}
         by_place = sorted(self.plan.devices, key=lambda d: (self.rack_order.get(d.rack, 1 << 30), -d.u, d.name))
         dev_rank = {d.name: i for i, d in enumerate(by_place)}
         port_rank: dict[str, dict[str, int]] = {}
@@ -60,7 +63,7 @@ class PlanIndex:
             if ranks is None:
                 ports = sorted(self.devices[link.a.device].ports, key=lambda p: (p.index, p.sub, p.name))
                 ranks = port_rank[link.a.device] = {p.name: i for i, p in enumerate(ports)}
-            return ((FABRIC_ORDER.get(link.fabric, 9) << 48) | (dev_rank[link.a.device] << 20)
+            return ((fabric_rank[link.fabric] << 48) | (dev_rank[link.a.device] << 20)
                     | ranks.get(link.a.port, 0xFFFFF))
 
         return sorted(self.plan.links, key=key)

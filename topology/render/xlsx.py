@@ -184,11 +184,15 @@ class Workbook:
     def table(self, name: str, columns: tuple[str, ...], rows: Sequence[tuple]) -> None:
         """`rows` in sheet `name`, continued in `name-2`, `name-3`... past MAX_ROWS; one sheet when empty. Every
         sheet of a table has the same column widths."""
-        cols = list(zip(*rows, strict=True)) if rows else [()] * len(columns)
-        widths = [column_width(h, values) for h, values in zip(columns, cols, strict=True)]
+        self.columns_table(name, columns, list(zip(*rows, strict=True)) if rows else [()] * len(columns))
+
+    def columns_table(self, name: str, columns: tuple[str, ...], values: Sequence[Sequence]) -> None:
+        """`table` for a table given as its columns (one sequence of values per column, equally long)."""
+        count = len(values[0]) if values else 0
+        widths = [column_width(h, v) for h, v in zip(columns, values, strict=True)]
         per_sheet = MAX_ROWS - 1
-        for n, start in enumerate(range(0, max(len(rows), 1), per_sheet), 1):
-            part = cols if len(rows) <= per_sheet else [values[start:start + per_sheet] for values in cols]
+        for n, start in enumerate(range(0, max(count, 1), per_sheet), 1):
+            part = values if count <= per_sheet else [v[start:start + per_sheet] for v in values]
             self._sheet(Sheet(name if n == 1 else f"{name}-{n}", columns, widths), part)
 
     def _sheet(self, sheet: Sheet, columns: Sequence[Sequence]) -> None:
