@@ -29,6 +29,15 @@ def is_aoc(media: str) -> bool:
 
 
 def bill_of_materials(plan: Plan) -> Bom:
+    """The BOM of `plan`, computed once per plan (bom.csv and the report both read it; rendering in one process
+    shares it)."""
+    hit = plan.views.get("bill_of_materials")
+    if hit is None:
+        hit = plan.views["bill_of_materials"] = _bill_of_materials(plan)
+    return hit
+
+
+def _bill_of_materials(plan: Plan) -> Bom:
     rows: list[tuple] = []
     switches = Counter((d.model, d.role) for d in plan.devices if d.role in SWITCH_ROLES)
     for (model, role), n in sorted(switches.items(), key=lambda kv: (kv[0][1], kv[0][0])):
