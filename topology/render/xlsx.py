@@ -148,8 +148,9 @@ class Sheet:
         return xml
 
     def _column(self, c: int, values: list) -> list[str]:
-        """The cells of column `c` for `values`, as `_cell` writes them. A column of few distinct values (most of
-        a cable sheet's) has each one serialised once and is then mapped through the cache at C speed."""
+        """The cells of column `c` for `values`. A column of few distinct values (most of a cable sheet's) has
+        each one serialised once (`_shared`: text as a shared string) and is then mapped through the cache at C
+        speed; other values are written inline (`_cell`), or taken from the cache if the column met them before."""
         distinct = dict.fromkeys(values)  # in order of appearance: shared strings are numbered in that order
         cache = self.caches[c]
         if len(distinct) * 4 <= len(values):
