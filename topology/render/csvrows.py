@@ -55,6 +55,18 @@ def _plain(line: str, commas: int) -> bool:
     return line.count(",") == commas and '"' not in line and "\r" not in line and "\n" not in line
 
 
+def _all_plain(text: str, lines: int, commas: int) -> bool:
+    """True when `lines` joined lines of `commas` + 1 fields each need no quoting: what `_plain` checks per line,
+    over their joined text in a few C-level scans."""
+    return (text.count(",") == commas * lines and text.count("\n") == max(lines - 1, 0) and '"' not in text
+            and "\r" not in text)
+
+
+def _quoted(lines: list[str], rows: Iterable[Sequence], commas: int) -> list[str]:
+    """`lines`, each row that needs quoting written by csv.writer itself (without its line end)."""
+    return [line if _plain(line, commas) else _csv_text((row,))[:-1] for line, row in zip(lines, rows, strict=True)]
+
+
 def format_rows(rows: list[Sequence]) -> str:
     """The rows as csv.writer writes them, each ended by "\\n"."""
     if not rows:
@@ -67,12 +79,9 @@ def format_rows(rows: list[Sequence]) -> str:
         return _csv_text(rows)
     lines = list(map(",".join, zip(*cols, strict=True)))
     text = "\n".join(lines)
-    commas = width - 1
-    if text.count(",") == commas * len(rows) and text.count("\n") == len(rows) - 1 and '"' not in text \
-            and "\r" not in text:
+    if _all_plain(text, len(rows), width - 1):
         return text + "\n"
-    return "".join(line + "\n" if _plain(line, commas) else _csv_text((row,))
-                   for line, row in zip(lines, rows, strict=True))
+    return "\n".join(_quoted(lines, rows, width - 1)) + "\n"
 
 
 def column_lines(columns: Sequence[Sequence], *views: Sequence[int]) -> list[list[str]]:
@@ -90,13 +99,8 @@ def column_lines(columns: Sequence[Sequence], *views: Sequence[int]) -> list[lis
         lines: list[str] = []
         for start in range(0, len(chosen[0]), BATCH_ROWS):
             lines += map(",".join, zip(*(t[start:start + BATCH_ROWS] for t in chosen), strict=True))
-        text = "\n".join(lines)
-        commas = len(view) - 1
-        if text.count(",") != commas * len(lines) or text.count("\n") != max(len(lines) - 1, 0) or '"' in text \
-                or "\r" in text:
-            rows = zip(*(columns[i] for i in view), strict=True)
-            lines = [line if _plain(line, commas) else _csv_text((row,))[:-1]
-                     for line, row in zip(lines, rows, strict=True)]
+        if not _all_plain("\n".join(lines), len(lines), len(view) - 1):
+            lines = _quoted(lines, zip(*(columns[i] for i in view), strict=True), len(view) - 1)
         out.append(lines)
     return out
 
