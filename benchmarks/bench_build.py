@@ -30,6 +30,7 @@ BASE_SPEC = ROOT / "benchmarks" / "specs" / "gpu-131k.yaml"
 RAILPLANE = ROOT / "inventory" / "roce-16k-railplane" / "cluster.yaml"
 LADDER = (1024, 4096, 16384, 32768, 65536, 131072)
 FLOOR_RUNS = 3
+KEEP_FREE = 40 << 30  # a 131K size writes 12.8 GB: two builds, three floors
 TARGETS = {"gpu-131072": {"wall_s": 20.0, "cpu_over_floor": 5.0, "peak_rss_mib": 4096.0, "peak_tree_pss_mib": 4096.0},
            "roce-16k-railplane": {"wall_s": 6.0}}
 
@@ -99,8 +100,13 @@ class TreeMemory(threading.Thread):
 def settle() -> None:
     """Start every measured step from the same kernel state: dirty pages written back and, where allowed (root),
     the page, dentry and inode caches dropped. On this VM the kernel's CPU cost of creating files grows with what
-    earlier steps left in the page cache (measured: the same floor write took 2.3 s of CPU after a drop and
-    8.9 s right after), which would otherwise decide the build-to-floor ratio."""
+    earlier steps left in the page cache, which would otherwise decide the build-to-floor ratio.
+
+    Nothing is deleted between measured steps either (each writes a folder of its own; the work folder is emptied
+    between sizes only when the disk runs short): on ext4 without a journal, as here, every inode allocation first
+    skips the free inodes deleted in the last 60-360 s (`recently_deleted` in fs/ext4/ialloc.c, seen with perf),
+    and deleting a 131K build's 51,238 files before a step added 1-1.5 s of system CPU to a build (measured,
+    `--jobs 2`, four builds) and up to 6 s without a cache drop."""
     os.sync()
     try:
         with open("/proc/sys/vm/drop_caches", "w") as fh:
@@ -125,12 +131,12 @@ def python_speed() -> float:
 def write_floor(out: Path, work: Path, runs: int = FLOOR_RUNS) -> dict:
     """CPU and wall to write the build's files again, same folders, names and bytes, one plain
     open/write/close each: what any tool must at least pay to produce this output. Written `runs` times, each
-    from a settled kernel, and the median kept: one write's CPU moves by ±25% between runs on this VM."""
+    into a folder of its own (nothing is deleted between measured steps: see `settle`) from a settled kernel,
+    and the median kept: one write's CPU moves by ±10% between runs on this VM."""
     files = [(p.relative_to(out), p.read_bytes()) for p in sorted(out.rglob("*")) if p.is_file()]
-    dest = work / "floor"
     walls, cpus = [], []
-    for _ in range(runs):
-        shutil.rmtree(dest, ignore_errors=True)
+    for run in range(1, runs + 1):
+        dest = work / f"{out.name}.floor-{run}"
         settle()
         before, start = os.times(), time.perf_counter()
         made: set[Path] = set()
@@ -144,7 +150,6 @@ def write_floor(out: Path, work: Path, runs: int = FLOOR_RUNS) -> dict:
         after = os.times()
         walls.append(time.perf_counter() - start)
         cpus.append((after.user - before.user) + (after.system - before.system))
-    shutil.rmtree(dest, ignore_errors=True)
     return {"files": len(files), "bytes": sum(len(d) for _, d in files), "wall_s": round(statistics.median(walls), 3),
             "cpu_s": round(statistics.median(cpus), 3), "cpu_runs_s": [round(c, 3) for c in cpus]}
 
@@ -173,9 +178,9 @@ def run_one(name: str, spec: Path, work: Path, jobs: int | None = None) -> dict:
     cmd = [sys.executable, "-m", "topology", "build", str(spec), "--out", str(out), "--timings", str(timings)]
     if jobs:
         cmd += ["--jobs", str(jobs)]
-    _, _, pss = build(name, cmd, pss=True)
-    shutil.rmtree(out)  # the timed build starts from nothing, as the first did (no plan to compare with)
-    wall, usage, memory = build(name, cmd, pss=False)
+    memory_cmd = [*cmd[:cmd.index("--out") + 1], str(work / f"{name}.memory"), *cmd[cmd.index("--out") + 2:]]
+    _, _, pss = build(name, memory_cmd, pss=True)
+    wall, usage, memory = build(name, cmd, pss=False)  # from nothing too, as the first: no plan to compare with
     plan = json.loads((out / "plan.json").read_bytes())
     switches = sum(1 for d in plan["devices"] if d["role"] not in ("node", "ufm", "mgmt"))
     result = {
@@ -226,7 +231,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"build cpu / floor cpu = {r['cpu_over_floor']:.2f};  python speed probe {r['python_speed_s']:.2f} s")
             for stage, t in r["stages"].items():
                 print(f"{'':>22}{stage:<14} wall {t['wall_s']:>7.2f} s  cpu {t['cpu_s']:>7.2f} s")
-            shutil.rmtree(work / name, ignore_errors=True)
+            if shutil.disk_usage(work).free < KEEP_FREE:
+                print(f"{'':>22}less than {KEEP_FREE >> 30} GiB free: emptying the work folder (the next size's "
+                      "timings may include ext4's recently-deleted inode scan, see settle)")
+                for entry in work.iterdir():
+                    if entry.is_dir():
+                        shutil.rmtree(entry)
     verdicts = []
     for r in results:
         for key, limit in TARGETS.get(r["name"], {}).items():
