@@ -218,6 +218,12 @@ def main(argv: list[str] | None = None) -> int:
         runs = [] if args.no_railplane else [("roce-16k-railplane", RAILPLANE)]
         runs += [(f"gpu-{g}", ladder_spec(g, work)) for g in sizes]
         for name, spec in runs:
+            if shutil.disk_usage(work).free < KEEP_FREE:
+                print(f"less than {KEEP_FREE >> 30} GiB free: emptying the work folder (this size's timings may "
+                      "include ext4's recently-deleted inode scan, see settle)")
+                for entry in work.iterdir():
+                    if entry.is_dir():
+                        shutil.rmtree(entry)
             r = run_one(name, spec, work, args.jobs)
             results.append(r)
             print(f"{name:>20}  {r['gpus']:>7} GPUs  {r['switches']:>6} switches  {r['links']:>7} links  "
@@ -231,12 +237,6 @@ def main(argv: list[str] | None = None) -> int:
                   f"build cpu / floor cpu = {r['cpu_over_floor']:.2f};  python speed probe {r['python_speed_s']:.2f} s")
             for stage, t in r["stages"].items():
                 print(f"{'':>22}{stage:<14} wall {t['wall_s']:>7.2f} s  cpu {t['cpu_s']:>7.2f} s")
-            if shutil.disk_usage(work).free < KEEP_FREE:
-                print(f"{'':>22}less than {KEEP_FREE >> 30} GiB free: emptying the work folder (the next size's "
-                      "timings may include ext4's recently-deleted inode scan, see settle)")
-                for entry in work.iterdir():
-                    if entry.is_dir():
-                        shutil.rmtree(entry)
     verdicts = []
     for r in results:
         for key, limit in TARGETS.get(r["name"], {}).items():
