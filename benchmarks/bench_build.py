@@ -31,6 +31,9 @@ RAILPLANE = ROOT / "inventory" / "roce-16k-railplane" / "cluster.yaml"
 LADDER = (1024, 4096, 16384, 32768, 65536, 131072)
 FLOOR_RUNS = 3
 KEEP_FREE = 40 << 30  # a 131K size writes 12.8 GB: two builds, three floors
+RECENTLY_DELETED_S = 360  # how long ext4 without a journal avoids a deleted inode: 60 s, 360 s while its block is dirty
+CLEANED = Path(tempfile.gettempdir()) / "railforge-bench.cleaned"  # when a benchmark last emptied its work folder
+MANY_FILES = 20_000  # deleting fewer files than this costs the next steps little
 TARGETS = {"gpu-131072": {"wall_s": 20.0, "cpu_over_floor": 5.0, "peak_rss_mib": 4096.0, "peak_tree_pss_mib": 4096.0},
            "roce-16k-railplane": {"wall_s": 6.0}}
 
@@ -113,6 +116,40 @@ def settle() -> None:
             fh.write("3\n")
     except OSError:
         pass
+
+
+def journalless_ext4(path: Path) -> bool:
+    """True when `path` lies on ext4 without a journal, where recent deletions cost file creation (see settle)."""
+    try:
+        with open("/proc/self/mountinfo") as fh:
+            mounts = [line.split() for line in fh]
+        where = str(path.resolve())
+        fields = max((f for f in mounts if where == f[4] or where.startswith(f[4].rstrip("/") + "/")),
+                     key=lambda f: len(f[4]))
+        fstype, source = fields[fields.index("-") + 1:fields.index("-") + 3]
+        if fstype != "ext4":
+            return False
+        return Path(f"/sys/fs/ext4/{Path(source).name}/journal_task").read_text().strip() == "<none>"
+    except (OSError, ValueError):
+        return False
+
+
+def last_cleanup() -> tuple[float, int]:
+    """(when, how many files) a benchmark last deleted with its work folder; (0, 0) when unknown."""
+    try:
+        return CLEANED.stat().st_mtime, int(CLEANED.read_text().strip() or 0)
+    except (OSError, ValueError):
+        return 0.0, 0
+
+
+def wait_out_deletions(folder: Path, since: float) -> None:
+    """Sleep until RECENTLY_DELETED_S after a mass deletion at `since` (a previous benchmark's clean-up), when
+    `folder` is on ext4 without a journal: otherwise the first steps measured pay for it."""
+    left = since + RECENTLY_DELETED_S - time.time()
+    if left > 0 and journalless_ext4(folder):
+        print(f"waiting {left:.0f} s: files were deleted {time.time() - since:.0f} s ago on this ext4 without a "
+              "journal, which charges creating files for it for up to 6 minutes (see settle)", flush=True)
+        time.sleep(left)
 
 
 def python_speed() -> float:
@@ -204,39 +241,52 @@ def run_one(name: str, spec: Path, work: Path, jobs: int | None = None) -> dict:
     return result
 
 
+def measure(name: str, spec: Path, work: Path, jobs: int | None, wait: bool) -> dict:
+    """`run_one`, printed; the work folder is emptied first when the disk runs short."""
+    if shutil.disk_usage(work).free < KEEP_FREE:
+        print(f"less than {KEEP_FREE >> 30} GiB free: emptying the work folder")
+        for entry in work.iterdir():
+            if entry.is_dir():
+                shutil.rmtree(entry)
+        if wait:
+            wait_out_deletions(work, time.time())
+    r = run_one(name, spec, work, jobs)
+    print(f"{name:>20}  {r['gpus']:>7} GPUs  {r['switches']:>6} switches  {r['links']:>7} links  "
+          f"wall {r['wall_s']:>7.2f} s  cpu {r['cpu_s']:>7.2f} s  rss {r['peak_rss_mib']:>7.1f} MiB  "
+          f"all workers {r['peak_tree_pss_mib']:>7.1f} MiB  "
+          f"{r['ms_per_switch']:>6.2f} ms/switch", flush=True)
+    f = r["floor"]
+    print(f"{'':>22}floor: writing the same {f['files']} files ({f['bytes'] / 2**20:.1f} MiB) plainly: "
+          f"wall {f['wall_s']:.2f} s  cpu {f['cpu_s']:.2f} s "
+          f"(median of {' / '.join(map(str, f['cpu_runs_s']))});  "
+          f"build cpu / floor cpu = {r['cpu_over_floor']:.2f};  python speed probe {r['python_speed_s']:.2f} s")
+    for stage, t in r["stages"].items():
+        print(f"{'':>22}{stage:<14} wall {t['wall_s']:>7.2f} s  cpu {t['cpu_s']:>7.2f} s")
+    return r
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", help="comma-separated GPU counts from the ladder", default=None)
     parser.add_argument("--no-railplane", action="store_true", help="skip the bundled 16K rail-plane example")
     parser.add_argument("--jobs", type=int, default=None, help="pass --jobs to railforge build (default: its own)")
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--no-wait", action="store_true",
+                        help="do not wait out a recent mass deletion on ext4 without a journal (see settle)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else list(LADDER)
     results = []
-    with tempfile.TemporaryDirectory(prefix="railforge-bench-") as tmp:
-        work = Path(tmp)
-        runs = [] if args.no_railplane else [("roce-16k-railplane", RAILPLANE)]
-        runs += [(f"gpu-{g}", ladder_spec(g, work)) for g in sizes]
-        for name, spec in runs:
-            if shutil.disk_usage(work).free < KEEP_FREE:
-                print(f"less than {KEEP_FREE >> 30} GiB free: emptying the work folder (this size's timings may "
-                      "include ext4's recently-deleted inode scan, see settle)")
-                for entry in work.iterdir():
-                    if entry.is_dir():
-                        shutil.rmtree(entry)
-            r = run_one(name, spec, work, args.jobs)
-            results.append(r)
-            print(f"{name:>20}  {r['gpus']:>7} GPUs  {r['switches']:>6} switches  {r['links']:>7} links  "
-                  f"wall {r['wall_s']:>7.2f} s  cpu {r['cpu_s']:>7.2f} s  rss {r['peak_rss_mib']:>7.1f} MiB  "
-                  f"all workers {r['peak_tree_pss_mib']:>7.1f} MiB  "
-                  f"{r['ms_per_switch']:>6.2f} ms/switch", flush=True)
-            f = r["floor"]
-            print(f"{'':>22}floor: writing the same {f['files']} files ({f['bytes'] / 2**20:.1f} MiB) plainly: "
-                  f"wall {f['wall_s']:.2f} s  cpu {f['cpu_s']:.2f} s "
-                  f"(median of {' / '.join(map(str, f['cpu_runs_s']))});  "
-                  f"build cpu / floor cpu = {r['cpu_over_floor']:.2f};  python speed probe {r['python_speed_s']:.2f} s")
-            for stage, t in r["stages"].items():
-                print(f"{'':>22}{stage:<14} wall {t['wall_s']:>7.2f} s  cpu {t['cpu_s']:>7.2f} s")
+    if not args.no_wait and last_cleanup()[1] >= MANY_FILES:
+        wait_out_deletions(CLEANED.parent, last_cleanup()[0])
+    try:
+        with tempfile.TemporaryDirectory(prefix="railforge-bench-") as tmp:
+            work = Path(tmp)
+            runs = [] if args.no_railplane else [("roce-16k-railplane", RAILPLANE)]
+            runs += [(f"gpu-{g}", ladder_spec(g, work)) for g in sizes]
+            for name, spec in runs:
+                results.append(measure(name, spec, work, args.jobs, wait=not args.no_wait))
+    finally:  # what the clean-up deleted: two builds and three floors per size
+        CLEANED.write_text(f"{5 * sum(r['floor']['files'] for r in results)}\n")
     verdicts = []
     for r in results:
         for key, limit in TARGETS.get(r["name"], {}).items():
