@@ -169,7 +169,7 @@ def write_floor(out: Path, work: Path, runs: int = FLOOR_RUNS) -> dict:
     """CPU and wall to write the build's files again, same folders, names and bytes, one plain
     open/write/close each: what any tool must at least pay to produce this output. Written `runs` times, each
     into a folder of its own (nothing is deleted between measured steps: see `settle`) from a settled kernel,
-    and the median kept: one write's CPU moves by ±10% between runs on this VM."""
+    and the median kept: one write's CPU moves by ±25% between runs on this VM."""
     files = [(p.relative_to(out), p.read_bytes()) for p in sorted(out.rglob("*")) if p.is_file()]
     walls, cpus = [], []
     for run in range(1, runs + 1):
