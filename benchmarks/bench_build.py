@@ -102,8 +102,7 @@ class TreeMemory(threading.Thread):
 
 def settle() -> None:
     """Start every measured step from the same kernel state: dirty pages written back and, where allowed (root),
-    the page, dentry and inode caches dropped. On this VM the kernel's CPU cost of creating files grows with what
-    earlier steps left in the page cache, which would otherwise decide the build-to-floor ratio.
+    the page, dentry and inode caches dropped, so no step pays for writing back what an earlier one left.
 
     Nothing is deleted between measured steps either (each writes a folder of its own; the work folder is emptied
     between sizes only when the disk runs short): on ext4 without a journal, as here, every inode allocation first

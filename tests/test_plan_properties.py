@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import EXAMPLES, example_spec, plan_of, run_cli
+from topology import planio
 from topology.build import build_plan
 from topology.plan import Plan
 from topology.spec.errors import SpecError
@@ -259,3 +262,28 @@ def test_parallel_render_is_byte_identical_to_serial(tmp_path: Path) -> None:
     serial, parallel = _tree_digest(tmp_path / "serial"), _tree_digest(tmp_path / "parallel")
     assert len(serial) > 3000
     assert serial == parallel
+
+
+def test_plan_json_chunked_writes_are_one_document(tmp_path: Path, monkeypatch) -> None:
+    """plan.json goes out WRITE_ITEMS devices or links per write: where the chunks meet must not change a byte,
+    and the whole is one JSON document that reads back as the same plan."""
+    plan = plan_of("dgx-h100-4su")
+
+    def written(items: int) -> bytes:
+        monkeypatch.setattr(planio, "WRITE_ITEMS", items)
+        buf = io.BytesIO()
+        planio.write_plan(plan, buf)
+        return buf.getvalue()
+
+    one = written(1)
+    assert len(plan.devices) > 7 and len(plan.links) > 7
+    assert written(3) == one
+    assert written(7) == one
+    assert written(len(plan.links) + 1) == one
+    doc = json.loads(one)
+    assert [d["name"] for d in doc["devices"]] == [d.name for d in plan.devices]
+    assert [x["id"] for x in doc["links"]] == [x.id for x in plan.links]
+    (tmp_path / "plan.json").write_bytes(one)
+    back = planio.read_plan(tmp_path / "plan.json")
+    assert back.devices == plan.devices
+    assert back.links == plan.links

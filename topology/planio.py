@@ -32,7 +32,8 @@ from topology.plan import (
 )
 
 _OPTS = orjson.OPT_SORT_KEYS
-# items per write: ~1 MB. One write per device (~6 KB) made a 131K plan.json 51,408 writes, 0.25 s more system CPU
+# items per write (256 nodes ~1.5 MB). One write per item (~6 KB for a node) made a 131K plan.json 51,408 writes
+# and cost 0.1-0.17 s more system CPU
 WRITE_ITEMS = 256
 
 
