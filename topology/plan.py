@@ -6,9 +6,12 @@ Its JSON form (`plan.json`) is the contract every renderer, Ansible role and the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 SCHEMA_VERSION = 1
+T = TypeVar("T")
 
 FABRICS = ("compute", "storage", "oob")
 SWITCH_ROLES = ("leaf", "spine", "superspine", "storage-leaf", "storage-spine", "storage-superspine",
@@ -279,6 +282,13 @@ class Plan:
     views: dict = field(default_factory=dict, repr=False, compare=False)
     """Read-only tables derived from this plan by renderers (e.g. the address table), computed once per process
     and shared by the families that need them; never written to plan.json."""
+
+    def view(self, name: str, make: Callable[[Plan], T]) -> T:
+        """The view `name`, made by `make(self)` on first use and kept in `views` for the families that share it."""
+        hit = self.views.get(name)
+        if hit is None:
+            hit = self.views[name] = make(self)
+        return hit
 
     def device_index(self) -> dict[str, Device]:
         return {d.name: d for d in self.devices}

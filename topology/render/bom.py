@@ -31,10 +31,7 @@ def is_aoc(media: str) -> bool:
 def bill_of_materials(plan: Plan) -> Bom:
     """The BOM of `plan`, computed once per plan (bom.csv and the report both read it; rendering in one process
     shares it)."""
-    hit = plan.views.get("bill_of_materials")
-    if hit is None:
-        hit = plan.views["bill_of_materials"] = _bill_of_materials(plan)
-    return hit
+    return plan.view("bill_of_materials", _bill_of_materials)
 
 
 def _bill_of_materials(plan: Plan) -> Bom:

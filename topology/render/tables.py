@@ -181,10 +181,7 @@ POOL_COLUMNS = ("pool", "kind", "range", "fabric", "purpose", "size", "allocated
 def address_table(plan: Plan) -> tuple[list[tuple], list[PoolUse]]:
     """Every assigned address as an ADDRESS_COLUMNS row, and the pool utilisation. Computed once per plan (the
     cabling workbook, the IP plan and the report all read it; rendering in one process shares it)."""
-    hit = plan.views.get("address_table")
-    if hit is None:
-        hit = plan.views["address_table"] = _address_table(plan)
-    return hit
+    return plan.view("address_table", _address_table)
 
 
 def _address_table(plan: Plan) -> tuple[list[tuple], list[PoolUse]]:
