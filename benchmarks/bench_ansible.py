@@ -33,7 +33,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.bench_build import RAILPLANE, ladder_spec  # noqa: E402
-from topology.render.yamlout import dumps  # noqa: E402
+from railforge.render.yamlout import dumps  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "playbooks" / "site.yml"
@@ -99,7 +99,7 @@ def normalised(listing: bytes) -> dict:
 def bench_cluster(name: str, spec: Path, work: Path, per_su: bool) -> dict:
     out = work / name
     timings = work / f"{name}.timings.json"
-    subprocess.run([sys.executable, "-m", "topology", "build", str(spec), "--out", str(out), "--only", "inventory",
+    subprocess.run([sys.executable, "-m", "railforge", "build", str(spec), "--out", str(out), "--only", "inventory",
                     "--timings", str(timings)], cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     new = out / "ansible"

@@ -211,7 +211,7 @@ def build(name: str, cmd: list[str], pss: bool) -> tuple[float, os.struct_rusage
 def run_one(name: str, spec: Path, work: Path, jobs: int | None = None) -> dict:
     out = work / name
     timings = work / f"{name}.timings.json"
-    cmd = [sys.executable, "-m", "topology", "build", str(spec), "--out", str(out), "--timings", str(timings)]
+    cmd = [sys.executable, "-m", "railforge", "build", str(spec), "--out", str(out), "--timings", str(timings)]
     if jobs:
         cmd += ["--jobs", str(jobs)]
     memory_cmd = [*cmd[:cmd.index("--out") + 1], str(work / f"{name}.memory"), *cmd[cmd.index("--out") + 2:]]

@@ -26,7 +26,7 @@ CASES = (("roce-a800-4nic", 32), ("roce-16k-railplane", 32), ("roce-16k-railplan
 def build(cluster: str, work: Path) -> Path:
     out = work / cluster
     if not out.exists():
-        subprocess.run([sys.executable, "-m", "topology", "build", str(ROOT / "inventory" / cluster / "cluster.yaml"),
+        subprocess.run([sys.executable, "-m", "railforge", "build", str(ROOT / "inventory" / cluster / "cluster.yaml"),
                         "--out", str(out), "--only", "inventory"], cwd=ROOT, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return out / "ansible"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from topology.build import build_plan
-from topology.plan import Plan
-from topology.spec import load_spec
+from railforge.build import build_plan
+from railforge.plan import Plan
+from railforge.spec import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ("dgx-h100-4su", "roce-a800-4nic", "roce-16k-railplane")
@@ -26,7 +26,7 @@ def plan_of(name: str) -> Plan:
 
 
 def run_cli(*args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-c", "from topology.cli import app; app()", *args]
+    cmd = [sys.executable, "-c", "from railforge.cli import app; app()", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=ROOT)
     if check and proc.returncode != 0:
         raise AssertionError(f"railforge {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")

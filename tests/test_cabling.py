@@ -131,7 +131,7 @@ def test_pull_sheets_list_every_cable_touching_the_rack(built):
 
 
 def test_workbook_writer_escapes_text_and_continues_past_the_row_limit(tmp_path, monkeypatch):
-    from topology.render import xlsx
+    from railforge.render import xlsx
 
     monkeypatch.setattr(xlsx, "MAX_ROWS", 4)
     wb = xlsx.Workbook(tmp_path / "t.xlsx")
@@ -178,7 +178,7 @@ def test_columns_of_few_values_read_back_as_written(rows):
 def test_column_width_is_the_longest_shown_value(values, header):
     """Widths measured by type and distinct value equal the plain definition: the longest header or non-empty cell
     as the sheet shows it (an int as digits, a float as repr), plus 2."""
-    from topology.render import xlsx
+    from railforge.render import xlsx
 
     shown = [len(v) if isinstance(v, str) else len(repr(v) if isinstance(v, float) else str(int(v)))
              for v in values if v is not None and v != ""]
@@ -190,7 +190,7 @@ def test_column_width_is_the_longest_shown_value(values, header):
 @given(st.lists(st.tuples(st.integers(1, 4), st.sampled_from(["sw-a", "sw-b"]), st.sampled_from(["C-1", "C-2", "C-10"]),
                           st.integers()), max_size=30))
 def test_pull_rows_sort_top_u_first_then_device_and_cable(rows):
-    from topology.render.cabling import _sort_pull_rows
+    from railforge.render.cabling import _sort_pull_rows
 
     got = list(rows)
     _sort_pull_rows(got)
@@ -208,8 +208,8 @@ _NAME = st.sampled_from(["sw-a", "sw-b", "gpu,1", 'q"x', "n"])
 def test_pull_sheets_are_csv_writer_rows_per_rack(ends):
     """Pull sheets, formatted column-wise and sorted into racks, against csv.writer on rows built and sorted per
     rack the plain way; names with a comma or a quote take csv's quoting."""
-    from topology.render.cabling import PULL_COLUMNS, pull_sheets
-    from topology.render.tables import CABLE_COLUMNS
+    from railforge.render.cabling import PULL_COLUMNS, pull_sheets
+    from railforge.render.tables import CABLE_COLUMNS
 
     rows = [(f"C-{n}", "compute", "leaf-spine", 1, None, ar, au, ad, ap, f"{ap}L", br, bu, bd, bp, f"{bp}L", "400G",
              media, "part", 2, "", length) for n, (ar, au, ad, ap, br, bu, bd, bp, length, media) in enumerate(ends)]
@@ -237,7 +237,7 @@ def _assert_batched_match(rows, columns=("a", "b")):
     import tempfile
     from pathlib import Path
 
-    from topology.render import xlsx
+    from railforge.render import xlsx
 
     def shown(v):
         if isinstance(v, str):

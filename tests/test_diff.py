@@ -13,10 +13,10 @@ import orjson
 import pytest
 import yaml
 
+from railforge.change.compare import compare
+from railforge.change.workorder import steps
+from railforge.planio import read_plan
 from tests.conftest import example_spec, plan_of, require_tool, run_cli
-from topology.change.compare import compare
-from topology.change.workorder import steps
-from topology.planio import read_plan
 
 NAME = "roce-a800-4nic"
 

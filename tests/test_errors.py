@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from topology.cli import app
+from railforge.cli import app
 
 CASES = sorted(Path(__file__).parent.joinpath("errors").glob("*.yaml"))
 

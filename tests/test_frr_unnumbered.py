@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from railforge.build import build_plan
+from railforge.render.switch_model import build_models
+from railforge.spec import load_spec
 from tests.conftest import ROOT, require_tool, run_cli
-from topology.build import build_plan
-from topology.render.switch_model import build_models
-from topology.spec import load_spec
 
 pytestmark = pytest.mark.root
 SPEC = ROOT / "tests" / "specs" / "configs-sonic.yaml"

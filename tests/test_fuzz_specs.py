@@ -24,12 +24,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
+from railforge.build import build_plan
+from railforge.cli import summary_table
+from railforge.render.report import report_markdown
+from railforge.spec import load_spec, yamlsafe
+from railforge.spec.errors import SpecError, SpecErrors
 from tests.conftest import ROOT
-from topology.build import build_plan
-from topology.cli import summary_table
-from topology.render.report import report_markdown
-from topology.spec import load_spec, yamlsafe
-from topology.spec.errors import SpecError, SpecErrors
 
 FUZZ_CASES = int(os.environ.get("FUZZ_CASES", "2000"))
 CASE_SECONDS = 30
@@ -264,10 +264,10 @@ def _seeded_mutants(n: int) -> list[str]:
 
 @pytest.mark.parametrize("index", range(4))
 def test_fuzzed_specs_through_the_real_command(index: int, tmp_path: Path) -> None:
-    """A few mutants through `python -m topology validate` as a user runs it: exit 0 or 2, no traceback."""
+    """A few mutants through `python -m railforge validate` as a user runs it: exit 0 or 2, no traceback."""
     spec = tmp_path / "cluster.yaml"
     spec.write_text(_seeded_mutants(4)[index])
-    proc = subprocess.run([sys.executable, "-m", "topology", "validate", str(spec)], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "railforge", "validate", str(spec)], capture_output=True,
                           text=True, cwd=ROOT, timeout=120, env={**os.environ, "COLUMNS": "300"})
     assert proc.returncode in (0, 2), proc.stderr
     assert "Traceback" not in proc.stderr

@@ -19,14 +19,14 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from typer.testing import CliRunner
 
+from railforge.cli import app
+from railforge.output import STAGE_MARK, Output, UnsafePath, sweep_stale_stages
+from railforge.spec import models, yamlsafe
+from railforge.spec.models import ClusterSpec
 from tests.conftest import ROOT, require_tool
-from topology.cli import app
-from topology.output import STAGE_MARK, Output, UnsafePath, sweep_stale_stages
-from topology.spec import models, yamlsafe
-from topology.spec.models import ClusterSpec
 
 TINY = ROOT / "tests" / "specs" / "tiny-roce.yaml"
-CLI = [sys.executable, "-m", "topology"]
+CLI = [sys.executable, "-m", "railforge"]
 
 
 def validate(path: Path | str) -> tuple[int, str]:
@@ -325,14 +325,14 @@ FULL_DISK = """
 set -e
 mnt=$1; spec=$2; kb=$3
 mount -t tmpfs -o size=${kb}k tmpfs "$mnt"
-"$PY" -m topology build "$spec" --out "$mnt/out" >/dev/null 2>&1
+"$PY" -m railforge build "$spec" --out "$mnt/out" >/dev/null 2>&1
 find "$mnt/out" -type f | sort | xargs sha256sum > "$mnt/../before"
 set +e
-"$PY" -m topology build "$spec" --out "$mnt/out" 2> "$mnt/../full.err"; echo "full=$?" > "$mnt/../rc"
+"$PY" -m railforge build "$spec" --out "$mnt/out" 2> "$mnt/../full.err"; echo "full=$?" > "$mnt/../rc"
 find "$mnt/out" -type f | sort | xargs sha256sum > "$mnt/../after-full"
 ls -a "$mnt" > "$mnt/../listing"
 mount -o remount,ro "$mnt"
-"$PY" -m topology build "$spec" --out "$mnt/out" 2> "$mnt/../ro.err"; echo "ro=$?" >> "$mnt/../rc"
+"$PY" -m railforge build "$spec" --out "$mnt/out" 2> "$mnt/../ro.err"; echo "ro=$?" >> "$mnt/../rc"
 """
 
 
@@ -356,7 +356,7 @@ def test_real_full_disk_and_read_only_mount(tmp_path: Path) -> None:
     assert "Traceback" not in full_err + (tmp_path / "ro.err").read_text()
 
 
-READY = "import os, sys; from topology.entry import main; os.write(1, b'r'); main()"
+READY = "import os, sys; from railforge.entry import main; os.write(1, b'r'); main()"
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.1, 0.3])
@@ -379,7 +379,7 @@ def test_ctrl_c_at_start_up_is_one_line(delay: float) -> None:
 def test_ctrl_c_after_the_command_returned_is_ignored() -> None:
     """A finished command exits with its own status: a SIGINT during interpreter shutdown (default handler
     restored) would otherwise kill it with -2 and no message after it had printed its result."""
-    probe = ("import signal, sys; from topology import entry; sys.argv = ['railforge', '--help']\n"
+    probe = ("import signal, sys; from railforge import entry; sys.argv = ['railforge', '--help']\n"
              "try:\n    entry.main()\nexcept SystemExit as exc:\n"
              "    print(exc.code, signal.getsignal(signal.SIGINT) is signal.SIG_IGN, file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
@@ -436,6 +436,6 @@ def test_validate_piped_prints_markdown_rows_whole() -> None:
 
 
 def test_validate_into_a_closed_pipe_is_quiet() -> None:
-    cmd = f"{sys.executable} -m topology validate {ROOT}/inventory/dgx-h100-4su/cluster.yaml | head -c 10"
+    cmd = f"{sys.executable} -m railforge validate {ROOT}/inventory/dgx-h100-4su/cluster.yaml | head -c 10"
     proc = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert "Traceback" not in proc.stderr and "Error" not in proc.stderr, proc.stderr

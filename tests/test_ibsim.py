@@ -1,5 +1,5 @@
 """The generated OpenSM files on a simulated fabric: real ibsim 0.10 simulates the planned compute fabric
-(`topology.lab.ibsim`), real OpenSM 3.3.23 runs with the generated opensm.conf and the root GUID and
+(`railforge.lab.ibsim`), real OpenSM 3.3.23 runs with the generated opensm.conf and the root GUID and
 partition files the generated scripts make from real ibnetdiscover output, and the verifier reads the
 real ibnetdiscover output of the simulated fabric. ibsim links train at SDR: speed is not judged here."""
 
@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from railforge.lab import ibsim
+from railforge.planio import read_plan
+from railforge.render import ibnetdiscover
+from railforge.spec import load_spec
+from railforge.verify.cabling import compare
+from railforge.verify.ibnet import parse_ibnetdiscover
 from tests.conftest import ROOT, example_spec, run_cli
-from topology.lab import ibsim
-from topology.planio import read_plan
-from topology.render import ibnetdiscover
-from topology.spec import load_spec
-from topology.verify.cabling import compare
-from topology.verify.ibnet import parse_ibnetdiscover
 
 SPECS = {"dgx-h100-4su": example_spec("dgx-h100-4su"), "configs-ib": ROOT / "tests" / "specs" / "configs-ib.yaml"}
 

@@ -15,8 +15,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from railforge.render.inventory import _halve_indent, host_vars, host_vars_bytes
 from tests.conftest import ROOT, example_spec, plan_of, require_tool, run_cli, tool_path
-from topology.render.inventory import _halve_indent, host_vars, host_vars_bytes
 
 
 @pytest.fixture(scope="module")

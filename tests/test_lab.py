@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from railforge.lab.checks import expected_fib
+from railforge.lab.daemons import rejected_lines
+from railforge.lab.scope import ScopeError, lab_topology
 from tests.conftest import ROOT, plan_of, require_tool, run_cli
-from topology.lab.checks import expected_fib
-from topology.lab.daemons import rejected_lines
-from topology.lab.scope import ScopeError, lab_topology
 
 CLUSTER = "inventory/roce-a800-4nic"
 NAME = "roce-a800-4nic"
@@ -119,7 +119,7 @@ def test_interrupted_bring_up_leaves_nothing(generated: Path) -> None:
     if namespaces(prefix) or lab_processes(prefix):
         pytest.fail(f"a lab with prefix {prefix} is left from an earlier run: `railforge lab down {CLUSTER} "
                     f"--prefix {prefix}` first ({namespaces(prefix)[:3]})")
-    cmd = [sys.executable, "-c", "from topology.cli import app; app()", "lab", "up", CLUSTER, "--out",
+    cmd = [sys.executable, "-c", "from railforge.cli import app; app()", "lab", "up", CLUSTER, "--out",
            str(generated), "--prefix", prefix]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     t0 = time.monotonic()

@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from railforge.lab.checks import expected_fib
+from railforge.lab.memory import memory_problems
+from railforge.lab.nvue import NvueError, frr_conf_text, frr_config
+from railforge.lab.scope import ScopeError, lab_topology
 from tests import cni
 from tests.conftest import ROOT, plan_of, require_tool, run_cli
-from topology.lab.checks import expected_fib
-from topology.lab.memory import memory_problems
-from topology.lab.nvue import NvueError, frr_conf_text, frr_config
-from topology.lab.scope import ScopeError, lab_topology
 
 CLUSTER = "inventory/roce-16k-railplane"
 NAME = "roce-16k-railplane"
@@ -216,8 +216,8 @@ def test_routed_pods_get_planned_addresses_and_reach_each_other(running: Path, p
 
 
 def test_clos_pods_meet_only_through_super_spines() -> None:
-    from topology.build import build_plan
-    from topology.spec.loader import load_spec
+    from railforge.build import build_plan
+    from railforge.spec.loader import load_spec
 
     path = ROOT / "tests" / "specs" / "tiny-clos.yaml"
     spec, lines = load_spec(path)

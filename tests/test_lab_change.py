@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from railforge.lab.scope import lab_topology
+from railforge.planio import read_plan
 from tests.conftest import example_spec, require_tool, run_cli
-from topology.lab.scope import lab_topology
-from topology.planio import read_plan
 
 PREFIX = "rfr-"
 CLUSTER = "inventory/roce-a800-4nic"

@@ -1,7 +1,7 @@
 """Every Cumulus `startup.yaml` checked against NVIDIA's NVUE object model for its target release.
 
 The models are those the `nvueschema` package generated from NVIDIA's OpenAPI specs (one module per
-Cumulus Linux release); `topology.verify.nvue_schema` walks each file along them so that an unknown key,
+Cumulus Linux release); `railforge.verify.nvue_schema` walks each file along them so that an unknown key,
 a wrong value type or a value outside the schema's enum/range fails (see that module for why the
 pydantic classes are not used as-is)."""
 
@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from railforge.build import build_plan
+from railforge.render.nvue import release_of, startup_yaml, syntax
+from railforge.render.switch_model import build_models
+from railforge.spec import load_spec
+from railforge.spec.models import CUMULUS_RELEASES, DEFAULT_CUMULUS_RELEASE
+from railforge.verify.nvue_schema import NvueLoader, validate_document, validate_file
 from tests.conftest import EXAMPLES, example_spec, plan_of
-from topology.build import build_plan
-from topology.render.nvue import release_of, startup_yaml, syntax
-from topology.render.switch_model import build_models
-from topology.spec import load_spec
-from topology.spec.models import CUMULUS_RELEASES, DEFAULT_CUMULUS_RELEASE
-from topology.verify.nvue_schema import NvueLoader, validate_document, validate_file
 
 try:
     import nvueschema  # noqa: F401

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
+from railforge.render import ibnetdiscover
 from tests.conftest import ROOT, plan_of, run_cli
-from topology.render import ibnetdiscover
 
 # Hand-written in ibnetdiscover's format (infiniband-diags): node blocks with a quoted NodeDescription,
 # then one `[port]` line per connected port; NVIDIA switches describe themselves as MF0;<hostname>:<model>/U1.
@@ -98,7 +98,7 @@ def test_make_root_guids_refuses_a_name_seen_twice(tmp_path):
     roots.write_text("# roots\nspine01\n")
     dump = tmp_path / "ibnetdiscover.txt"
     dump.write_text(IBNETDISCOVER.replace("MF0;spine02:", "MF0;spine01:"))
-    proc = _run(ROOT / "topology" / "render" / "ibnetdiscover.py", str(roots), str(dump))
+    proc = _run(ROOT / "railforge" / "render" / "ibnetdiscover.py", str(roots), str(dump))
     assert proc.returncode == 1 and "appears 2 times" in proc.stderr
 
 

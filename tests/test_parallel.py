@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from topology.build import build_plan
-from topology.output import Output
-from topology.parallel import WorkerFailed, jobs_for, render_parallel
-from topology.plan import Plan
-from topology.render import Family
-from topology.spec import load_spec
+from railforge.build import build_plan
+from railforge.output import Output
+from railforge.parallel import WorkerFailed, jobs_for, render_parallel
+from railforge.plan import Plan
+from railforge.render import Family
+from railforge.spec import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "tests" / "specs" / "tiny-roce.yaml"

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from railforge import planio
+from railforge.build import build_plan
+from railforge.plan import Plan
+from railforge.spec.errors import SpecError
+from railforge.spec.loader import validate
 from tests.conftest import EXAMPLES, example_spec, plan_of, run_cli
-from topology import planio
-from topology.build import build_plan
-from topology.plan import Plan
-from topology.spec.errors import SpecError
-from topology.spec.loader import validate
 
 ETHERNET = {"400G": ["SN5600", "TH5-128x400G"], "200G": ["SN5600", "SN4700", "TH5-128x400G"],
             "100G": ["SN4600C", "SN4700"]}
@@ -213,8 +213,8 @@ def test_failed_build_leaves_previous_output(tmp_path: Path) -> None:
 def test_interrupted_render_leaves_previous_output(tmp_path: Path, monkeypatch) -> None:
     from typer.testing import CliRunner
 
-    import topology.cli as cli
-    from topology.render import Family, families
+    import railforge.cli as cli
+    from railforge.render import Family, families
 
     out = tmp_path / "out"
     runner = CliRunner()
@@ -236,7 +236,7 @@ def test_interrupted_render_leaves_previous_output(tmp_path: Path, monkeypatch) 
 def test_plan_checks_pass_on_examples_and_catch_damage(name: str) -> None:
     from fractions import Fraction
 
-    from topology.build.checks import check_plan
+    from railforge.build.checks import check_plan
 
     plan = plan_of(name)
     capacity = {"leaf": 10**6, "spine": 10**6, "superspine": 10**6}

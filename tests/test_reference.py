@@ -9,9 +9,9 @@ from collections import Counter
 import pytest
 import yaml
 
+from railforge.build import build_plan
+from railforge.spec.loader import validate
 from tests.conftest import example_spec, plan_of
-from topology.build import build_plan
-from topology.spec.loader import validate
 
 # SUs: (nodes, leaf switches, spine switches, node/UFM-to-leaf cables, leaf-to-spine cables)
 RA = {

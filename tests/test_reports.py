@@ -12,8 +12,8 @@ from collections import Counter
 
 import pytest
 
+from railforge.render.report import failure_interval_hours, job_interruption_probability, report_markdown
 from tests.conftest import plan_of, run_cli
-from topology.render.report import failure_interval_hours, job_interruption_probability, report_markdown
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -138,7 +138,7 @@ def test_bom_picks_cable_parts_by_length(built):
 
 
 def test_media_rule_without_lengths_keeps_its_one_part():
-    from topology.spec.models import MediaRule
+    from railforge.spec.models import MediaRule
 
     rule = MediaRule(media="AOC", max_m=30, part="P30", parts={3: "P3", 10: "P10"})
     assert rule.fitting(2.5) == (3, "P3") and rule.fitting(7) == (10, "P10") and rule.fitting(25) == (25, "P30")

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from railforge.render.hostlist import compress
 from tests.conftest import example_spec, plan_of, run_cli
-from topology.render.hostlist import compress
 
 
 def expand(hostlist: str) -> list[str]:

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from railforge.render.hostlist import compress
 from tests.conftest import EXAMPLES, plan_of, require_tool
 from tests.test_scheduler_files import expand, expected_tree
-from topology.render.hostlist import compress
 
 PORT, SLURMD_PORT = 16817, 16818
 PLUGINS = Path("/usr/lib/x86_64-linux-gnu/slurm-wlm")

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from railforge.build import build_plan
+from railforge.spec import load_spec
+from railforge.spec.sonic_platform import PlatformError, load_platform
 from tests.conftest import ROOT, require_tool, run_cli
 from tests.sonic_yang import MODELS, SonicYang, UnknownTable, merged, port_map_findings
-from topology.build import build_plan
-from topology.spec import load_spec
-from topology.spec.sonic_platform import PlatformError, load_platform
 
-PLATFORMS = ROOT / "topology" / "data" / "sonic" / "platforms"
+PLATFORMS = ROOT / "railforge" / "data" / "sonic" / "platforms"
 BUFFER_DEFAULTS = json.loads((ROOT / "tests" / "sonic" / "platform-buffer-defaults.json").read_text())
 SPECS = sorted([*ROOT.glob("inventory/*/cluster.yaml"), *ROOT.glob("tests/specs/*.yaml")])
 
@@ -100,8 +100,8 @@ def test_oob_vlan_comes_from_the_spec_and_defaults_to_100(configs):
 
 
 def test_a_plan_without_platform_names_is_refused_by_the_renderer():
-    from topology.render.sonic import PlatformMismatch, config_db
-    from topology.render.switch_model import build_models
+    from railforge.render.sonic import PlatformMismatch, config_db
+    from railforge.render.switch_model import build_models
 
     spec, lines = load_spec(ROOT / "tests" / "specs" / "tiny-roce.yaml")
     plan = build_plan(spec, lines)

@@ -13,13 +13,13 @@ import orjson
 import pytest
 import yaml
 
+from railforge.build import build_plan
+from railforge.render import sonic
+from railforge.render.nvue import release_of, syntax
+from railforge.render.switch_model import IncompletePlan, PlanIndex, build_models, build_switch
+from railforge.spec import load_spec
+from railforge.verify.nvue_schema import NvueLoader
 from tests.conftest import ROOT, plan_of, require_tool, run_cli
-from topology.build import build_plan
-from topology.render import sonic
-from topology.render.nvue import release_of, syntax
-from topology.render.switch_model import IncompletePlan, PlanIndex, build_models, build_switch
-from topology.spec import load_spec
-from topology.verify.nvue_schema import NvueLoader
 
 SPECS = ROOT / "tests" / "specs"
 ETHERNET = ("sonic", "cumulus")

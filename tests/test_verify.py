@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from railforge.plan import Endpoint, Link, Plan
+from railforge.verify.cabling import compare
+from railforge.verify.ibnet import IbnetFormatError, device_of, ib_port_number, parse_ibnetdiscover, parse_nodes
+from railforge.verify.lldp import LldpFormatError, mau_speed_mbps, parse_lldpcli_json, parse_sonic_lldp_table
+from railforge.verify.names import PlanNames
 from tests.conftest import plan_of, run_cli
-from topology.plan import Endpoint, Link, Plan
-from topology.verify.cabling import compare
-from topology.verify.ibnet import IbnetFormatError, device_of, ib_port_number, parse_ibnetdiscover, parse_nodes
-from topology.verify.lldp import LldpFormatError, mau_speed_mbps, parse_lldpcli_json, parse_sonic_lldp_table
-from topology.verify.names import PlanNames
 
 IB = "dgx-h100-4su"
 ROCE = "roce-a800-4nic"

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from railforge.lab import daemons
+from railforge.lab.state import load_state
+from railforge.plan import Plan
+from railforge.verify.fabric import expected_routes, planned_sessions
+from railforge.verify.fabric_check import verify_fabric
 from tests.conftest import ROOT, plan_of, require_tool, run_cli, tool_path
-from topology.lab import daemons
-from topology.lab.state import load_state
-from topology.plan import Plan
-from topology.verify.fabric import expected_routes, planned_sessions
-from topology.verify.fabric_check import verify_fabric
 
 CLUSTER = "inventory/roce-a800-4nic"
 NAME = "roce-a800-4nic"

@@ -14,6 +14,6 @@ git -C "$work/src" -c user.name=railforge -c user.email=railforge@localhost comm
 git clone -q --bare "$work/src" "$work/mirror/git/railforge.git"
 mkdir "$work/spec"
 cp "$root/inventory/roce-a800-4nic/cluster.yaml" "$work/spec/"
-(cd "$root" && "$python" -m topology build "$work/spec/cluster.yaml" --only inventory --out "$work/out" >/dev/null 2>&1)
+(cd "$root" && "$python" -m railforge build "$work/spec/cluster.yaml" --only inventory --out "$work/out" >/dev/null 2>&1)
 mv "$work/out/ansible" "$work/mirror/http/inventory"
 tar -C "$work/mirror" -czf "$dest" .

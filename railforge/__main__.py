@@ -1,0 +1,3 @@
+from railforge.entry import main
+
+main()

@@ -1,0 +1,66 @@
+"""The two sides of a change: a build folder (plan.json plus the configs beside it) or a plan.json file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from railforge.plan import SCHEMA_VERSION, Plan
+from railforge.planio import read_plan
+
+
+class ChangeInputError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Side:
+    plan: Plan
+    source: Path
+    folder: Path | None
+
+    def config_files(self, device: str) -> dict[str, bytes]:
+        """configs/<device>/* of a build folder (empty for a bare plan file)."""
+        if self.folder is None:
+            return {}
+        d = self.folder / "configs" / device
+        if not d.is_dir():
+            return {}
+        return {f.name: f.read_bytes() for f in sorted(d.iterdir()) if f.is_file()}
+
+
+def plan_path(path: Path) -> tuple[Path, Path | None]:
+    if path.is_dir():
+        p = path / "plan.json"
+        if not p.is_file():
+            raise ChangeInputError(f"{path}: build folder without a plan (no {p.name}); build it with "
+                                   f"`railforge build SPEC --out {path}` or give a plan.json")
+        return p, path
+    if path.is_file():
+        return path, None
+    raise ChangeInputError(f"{path}: no such build folder or plan file")
+
+
+def read_side(path: Path) -> Side:
+    source, folder = plan_path(path)
+    try:
+        raw_version = orjson.loads(source.read_bytes()).get("schema_version")
+    except (orjson.JSONDecodeError, AttributeError) as exc:
+        raise ChangeInputError(f"{source}: not a railforge plan (JSON: {exc})") from None
+    if raw_version != SCHEMA_VERSION:
+        raise ChangeInputError(f"{source}: plan schema_version {raw_version!r}; this railforge reads "
+                               f"schema_version {SCHEMA_VERSION}: rebuild it with this version")
+    try:
+        plan = read_plan(source)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ChangeInputError(f"{source}: not a railforge plan ({type(exc).__name__}: {exc})") from None
+    return Side(plan, source, folder)
+
+
+def check_comparable(old: Side, new: Side) -> None:
+    a, b = old.plan.cluster.name, new.plan.cluster.name
+    if a != b:
+        raise ChangeInputError(f"the plans are of different clusters: {old.source} is {a!r}, {new.source} is "
+                               f"{b!r}; diff compares two plans of the same cluster")

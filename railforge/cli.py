@@ -1,0 +1,250 @@
+"""`railforge`: build the plan and every artifact from a cluster spec."""
+
+from __future__ import annotations
+
+import fnmatch
+import gc
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.table import Table
+from rich.text import Text
+from typer.core import TyperCommand, TyperGroup
+
+from railforge.allocator import keep_freed_memory
+from railforge.build import build_plan
+from railforge.change.cli import diff
+from railforge.change.guard import Refused, check_growth
+from railforge.entry import KeepUntilExit
+from railforge.lab.cli import lab_app
+from railforge.output import Output, OutputError, UnsafePath, describe
+from railforge.parallel import render_parallel
+from railforge.plan import Plan
+from railforge.progress import StageClock, progress_for
+from railforge.render import families
+from railforge.spec import load_spec
+from railforge.spec.errors import SpecError, SpecErrors
+from railforge.verify.cli import verify_app
+from railforge.ztp.cli import ztp
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
+app.add_typer(lab_app, name="lab")
+app.add_typer(verify_app, name="verify")
+app.command(name="ztp")(ztp)
+app.command()(diff)
+err = Console(stderr=True, soft_wrap=True, emoji=False, highlight=False)
+INVENTORY_LINKS = ("ansible", "hosts.yml", "host_vars", "group_vars")
+STALE_INVENTORY_LINKS = ("nodes",)
+PARALLEL_MIN_DEVICES = 2000
+
+
+def _flags_without_type(params: list) -> list:
+    for p in params:
+        if getattr(p, "is_flag", False) and p.metavar is None:
+            p.metavar = ""
+    return params
+
+
+class Command(TyperCommand):
+    """Plain help: `SPEC` rather than `{spec}`, and no `<bool>` type for flags such as --help."""
+
+    def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in super().collect_usage_pieces(ctx)]
+
+    def get_params(self, ctx: typer.Context) -> list:
+        return _flags_without_type(super().get_params(ctx))
+
+
+class Group(TyperGroup):
+    def get_params(self, ctx: typer.Context) -> list:
+        return _flags_without_type(super().get_params(ctx))
+
+
+def plain_help(typer_app: typer.Typer) -> None:
+    """Give every command and group of `typer_app` (sub-apps included) the plain help above."""
+    typer_app.info.cls = Group
+    for info in typer_app.registered_commands:
+        if info.cls in (None, TyperCommand):
+            info.cls = Command
+    for group in typer_app.registered_groups:
+        group.cls = Group
+        plain_help(group.typer_instance)
+
+
+def say_error(message: str) -> None:
+    """One error line; the message is shown as it is (no markup, no emoji codes)."""
+    err.print(Text.assemble(("error", "red"), " ", message))
+
+
+def load_plan(spec_path: Path) -> Plan:
+    try:
+        spec, lines = load_spec(spec_path)
+        return build_plan(spec, lines, str(spec_path))
+    except SpecErrors as exc:
+        for e in exc.errors:
+            say_error(e.render())
+        raise typer.Exit(2) from None
+    except SpecError as exc:
+        say_error(exc.render())
+        raise typer.Exit(2) from None
+
+
+def default_out(spec_path: Path) -> Path:
+    return spec_path.parent / "generated"
+
+
+def link_inventory(spec_dir: Path) -> None:
+    """`inventory/<cluster>/ansible` points at generated/ansible, a folder holding only the inventory, for
+    `-i inventory/<cluster>/ansible` from anywhere; hosts.yml, host_vars and group_vars point into it too,
+    so `-i inventory/<cluster>` keeps working from the repository root (its ansible.cfg skips the rest)."""
+    for name in STALE_INVENTORY_LINKS:
+        link = spec_dir / name
+        if link.is_symlink() and os.readlink(link).startswith("generated/"):
+            link.unlink()
+    for name in INVENTORY_LINKS:
+        link = spec_dir / name
+        target = Path("generated", "ansible") if name == "ansible" else Path("generated", "ansible", name)
+        if link.is_symlink() and os.readlink(link) == str(target):
+            continue
+        if link.is_symlink() or not link.exists():
+            tmp = spec_dir / f".{name}.link-{os.getpid()}"
+            tmp.unlink(missing_ok=True)
+            tmp.symlink_to(target)
+            os.replace(tmp, link)
+
+
+def summary_table(plan: Plan) -> Table:
+    from railforge.render.report import cabled_ports, ratio_label
+
+    c = plan.cluster
+    cabled = cabled_ports(plan)
+    t = Table(title=f"{c.name}: {c.gpus} GPUs, {c.nodes} nodes, {c.fabric} {c.tiers}-tier {c.mode}",
+              caption=f"down: ports per switch laid out for {c.max_sus} SUs; cabled: the most on one switch now")
+    for col in ("fabric", "tier", "switches", "down", "cabled", "up", "down Gb/s", "up Gb/s", "ratio"):
+        t.add_column(col, justify="right" if col not in ("fabric", "tier") else "left")
+    for s in c.tier_summaries:
+        t.add_row(s.fabric, s.role, str(s.switches), str(s.downlink_ports),
+                  str(cabled.get((s.fabric, s.role), (0, 0))[0]), str(s.uplink_ports),
+                  str(s.downlink_gbps), str(s.uplink_gbps), ratio_label(s))
+    return t
+
+
+SpecArg = Annotated[Path, typer.Argument(help="inventory/<cluster>/cluster.yaml", metavar="SPEC")]
+
+
+@app.command()
+def validate(spec: SpecArg) -> None:
+    """Check the spec and print the design summary and report (markdown as it is when not on a terminal)."""
+    plan = load_plan(spec)
+    out = Console(emoji=False, highlight=False)
+    if not out.is_terminal:
+        out = Console(emoji=False, highlight=False, width=160)
+    out.print(summary_table(plan))
+    for fam in families():
+        if fam.name == "report":
+            from railforge.render.report import report_markdown
+
+            text = report_markdown(plan)
+            if out.is_terminal:
+                out.print(Markdown(text))
+            else:
+                sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+@app.command()
+def build(
+    ctx: typer.Context,
+    spec: SpecArg,
+    out: Annotated[Path | None, typer.Option(help="output folder (default: <spec folder>/generated)")] = None,
+    only: Annotated[str | None, typer.Option(help="comma-separated artifact families to write")] = None,
+    limit: Annotated[str | None, typer.Option(help="only devices whose name matches this glob")] = None,
+    timings: Annotated[Path | None, typer.Option(help="write per-stage wall/CPU seconds as JSON here")] = None,
+    jobs: Annotated[int, typer.Option(help="worker processes for rendering (1 = serial)", min=1)] = min(
+        2, os.cpu_count() or 1),
+    allow_renumber: Annotated[bool, typer.Option(help="replace an earlier plan in the output folder even if this "
+                                                      "one renumbers, re-labels or re-cables what it has")] = False,
+) -> None:
+    """Write the plan and every artifact, atomically."""
+    gc.disable()
+    keep_freed_memory()
+    clock = StageClock()
+    with clock.stage("spec-to-plan"):
+        plan = load_plan(spec)
+    fams = families()
+    if only:
+        wanted = [x.strip() for x in only.split(",") if x.strip()]
+        known = {f.name for f in fams}
+        bad = [w for w in wanted if w not in known]
+        if bad:
+            say_error(f"--only: unknown families {', '.join(bad)}; known: {', '.join(sorted(known))}")
+            raise typer.Exit(2)
+        fams = [f for f in fams if f.name in wanted]
+    select = None
+    if limit:
+        names = {d.name for d in plan.devices if fnmatch.fnmatchcase(d.name, limit)}
+        if not names:
+            say_error(f"--limit: no device matches {limit!r}")
+            raise typer.Exit(2)
+        select = names.__contains__
+        fams = [f for f in fams if f.per_device]
+    target = out or default_out(spec)
+    if not allow_renumber:
+        try:
+            with clock.stage("renumber-guard"):
+                check_growth(plan, target, spec, "--allow-renumber")
+        except Refused as exc:
+            say_error(str(exc))
+            raise typer.Exit(1) from None
+    partial = bool(only or limit)
+    try:
+        output = Output(target, select=select, partial=partial)
+    except OutputError as exc:
+        say_error(str(exc))
+        raise typer.Exit(1) from None
+    output.replace_dirs = [d for f in fams for d in f.owns]
+    try:
+        if jobs > 1 and len(plan.devices) >= PARALLEL_MIN_DEVICES:
+            with clock.stage("render"):
+                clock.stages.update(render_parallel(plan, fams, output, jobs))
+        else:
+            with progress_for(fams) as advance:
+                for fam in fams:
+                    with clock.stage(fam.name):
+                        fam.render(plan, output)
+                    advance(fam.name)
+        with clock.stage("commit"):
+            output.commit()
+    except (UnsafePath, OutputError, OSError) as exc:
+        output.abort()
+        say_error(f"{describe(exc)}; the previous output in {target} is untouched" if isinstance(exc, OSError)
+                  else str(exc))
+        raise typer.Exit(1) from None
+    except BaseException:
+        output.abort()
+        raise
+    try:
+        if out is None:
+            link_inventory(spec.parent)
+        if timings:
+            timings.write_text(json.dumps(clock.report(), indent=1) + "\n")
+    except OSError as exc:
+        say_error(f"wrote {target}, but then {describe(exc)}")
+        raise typer.Exit(1) from None
+    Console(stderr=True).print(f"wrote {len(output.written)} files to {target}", highlight=False)
+    if isinstance(ctx.obj, KeepUntilExit):
+        ctx.obj.keep(plan)
+
+
+plain_help(app)
+
+
+def main() -> None:  # pragma: no cover
+    from railforge.entry import main as entry_main
+
+    entry_main()

@@ -1,0 +1,77 @@
+"""Plan -> artifacts. One module per output family; each only reads the plan."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from railforge.output import Output
+from railforge.plan import Plan
+
+
+@dataclass(frozen=True)
+class Family:
+    """An artifact family. `per_device` families honour `--limit` through `Output.selects`;
+    `shardable` ones render every device independently, so workers can split them by device.
+    `owns` names output folders the family writes entirely: `--only` replaces them as a whole, so no
+    stale file from an earlier build stays behind. Families with the same `shares` read the same derived view
+    of the plan (`Plan.views`), so parallel builds run them in one worker, one after the other; `weight` is the
+    family's share of a large build's CPU (measured at 131K GPUs), which orders parallel work longest first."""
+
+    name: str
+    description: str
+    render: Callable[[Plan, Output], None]
+    per_device: bool = False
+    shardable: bool = False
+    owns: tuple[str, ...] = ()
+    shares: str = ""
+    weight: int = 1
+
+
+def families() -> list[Family]:
+    from railforge.render import (
+        bom,
+        cabling,
+        elevations,
+        inventory,
+        ipplan,
+        nccl,
+        netbox,
+        nvue,
+        opensm,
+        plan_json,
+        report,
+        slurm,
+        sonic,
+        svg,
+    )
+    from railforge.ztp import macs as ztp_macs
+
+    return [
+        Family("plan", "plan.json, the contract every other artifact reads", plan_json.render, weight=6),
+        Family("inventory", "Ansible inventory (hosts.yml, host_vars/*.json, group_vars) and a Kubespray export",
+               inventory.render, per_device=True, owns=("ansible",), weight=6),
+        Family("cabling", "cabling.xlsx, cabling.csv and per-rack pull sheets", cabling.render,
+               shares="tables", weight=25),
+        Family("ipplan", "ipplan.csv, ipplan-pools.csv (headroom per pool) and asnplan.csv", ipplan.render,
+               shares="tables", weight=3),
+        Family("bom", "bom.csv: switches, hosts, transceivers, cables, fibre, NIC ports", bom.render,
+               shares="tables"),
+        Family("netbox", "netbox/*.csv for NetBox 4.4 bulk import (sites ... IP addresses)", netbox.render,
+               weight=9),
+        Family("report", "report.md: counts, oversubscription, bisection, traffic paths, failure arithmetic",
+               report.render, shares="tables", weight=2),
+        Family("svg", "fabric.svg: each fabric by tier with link bundles", svg.render),
+        Family("elevations", "elevations/row-<NNN>.svg: every rack of a row, each device at its U", elevations.render),
+        Family("slurm", "slurm/topology.conf (tree) and slurm/topology-block.conf (one block per SU)", slurm.render),
+        Family("nccl", "nccl/<node>.env per node and nccl/hostfile in topology order", nccl.render,
+               per_device=True, weight=4),
+        Family("sonic", "SONiC config_db.json and FRR frr.conf per SONiC switch", sonic.render, per_device=True,
+               shardable=True, weight=32),
+        Family("nvue", "Cumulus Linux NVUE startup.yaml per Cumulus switch", nvue.render, per_device=True,
+               shardable=True),
+        Family("ztp", "switch-macs.csv: the template of switch management MACs/serials to fill in after racking",
+               ztp_macs.render),
+        Family("opensm", "InfiniBand subnet manager: opensm.conf, root switches and GUID script, partitions, "
+               "expected topology", opensm.render),
+    ]

@@ -1,0 +1,66 @@
+"""The switch and media catalog shipped with railforge, merged with the spec's own `catalog:`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+import yaml
+
+from railforge.spec.models import Catalog, CatalogSwitch, ClusterSpec, MediaRule, format_speed
+
+
+@dataclass(frozen=True, slots=True)
+class PortSlot:
+    """One logical port of a switch at one speed: cage `index`, breakout sub-port `sub`."""
+
+    index: int
+    sub: int
+    speed_mbps: int
+    split: int
+    lanes: tuple[int, ...]
+    group: int
+
+
+def builtin_catalog() -> Catalog:
+    text = resources.files("railforge.data").joinpath("catalog.yaml").read_text(encoding="utf-8")
+    return Catalog.model_validate(yaml.safe_load(text))
+
+
+def merged_catalog(spec: ClusterSpec) -> Catalog:
+    base = builtin_catalog()
+    media = {k: list(v) for k, v in base.media.items()}
+    media.update(spec.catalog.media)
+    media.update(spec.cabling.media)
+    return Catalog(
+        switches={**base.switches, **spec.catalog.switches},
+        media=media,
+        orderable_lengths_m=spec.catalog.orderable_lengths_m or base.orderable_lengths_m,
+    )
+
+
+def media_rules(catalog: Catalog, speed_mbps: int) -> list[MediaRule]:
+    return catalog.media.get(format_speed(speed_mbps), [])
+
+
+def ports_at(switch: CatalogSwitch, speed_mbps: int) -> list[PortSlot]:
+    """Every logical port the switch offers at `speed_mbps`, cage by cage, in front-panel order."""
+    out: list[PortSlot] = []
+    first_cage = 0
+    first_lane = 0
+    for g, group in enumerate(switch.groups):
+        mode = next((m for m in group.modes if m.speed == speed_mbps), None)
+        if mode is not None:
+            width = group.lanes // mode.split
+            for cage in range(group.cages):
+                base = first_lane + cage * group.lanes
+                for sub in range(mode.split):
+                    lanes = tuple(range(base + sub * width, base + (sub + 1) * width))
+                    out.append(PortSlot(first_cage + cage, sub, speed_mbps, mode.split, lanes, g))
+        first_cage += group.cages
+        first_lane += group.cages * group.lanes
+    return out
+
+
+def speeds(switch: CatalogSwitch) -> list[int]:
+    return sorted({m.speed for g in switch.groups for m in g.modes}, reverse=True)

@@ -1,0 +1,126 @@
+"""Switch management MACs (and serials) that the user fills in after racking: the template and the checked reader.
+
+The template lists every switch that gets a management address, in plan order, with where to find
+it (rack, U, model) and what it will get (management port and address); `mac`, `client_id` and
+`serial` are left empty. The reader accepts the filled-in file back and rejects it as a whole, one
+line per bad row, when a MAC is malformed or repeated or a switch name is unknown or repeated.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from railforge.output import Output
+from railforge.plan import Device, Plan
+
+TEMPLATE = "switch-macs.csv"
+COLUMNS = ("switch", "mac", "client_id", "serial", "model", "nos", "rack", "u", "mgmt_port", "mgmt_address")
+ZTP_NOS = ("sonic", "cumulus")
+_MAC = re.compile(r"[0-9a-f]{2}([:-])[0-9a-f]{2}(\1[0-9a-f]{2}){4}|[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4}|[0-9a-f]{12}")
+_CLIENT_ID = re.compile(r"(?:[0-9a-f]{2}:)*[0-9a-f]{2}")
+
+
+class MacFileError(ValueError):
+    def __init__(self, errors: list[str]):
+        super().__init__("\n".join(errors))
+        self.errors = errors
+
+
+@dataclass(slots=True, frozen=True)
+class SwitchId:
+    switch: str
+    mac: str | None
+    client_id: str | None
+    serial: str | None
+
+
+def provisioned(plan: Plan) -> list[Device]:
+    """Switches with a management address whose NOS boots through ZTP here."""
+    return [d for d in plan.switches() if d.mgmt_address and d.nos in ZTP_NOS]
+
+
+def mgmt_port(dev: Device) -> str:
+    return next((p.name for p in dev.ports if p.address == dev.mgmt_address), "")
+
+
+def template_csv(plan: Plan) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for d in provisioned(plan):
+        w.writerow([d.name, "", "", "", d.model, d.nos, d.rack, d.u, mgmt_port(d), d.mgmt_address])
+    return buf.getvalue()
+
+
+def render(plan: Plan, out: Output) -> None:
+    out.write_text(TEMPLATE, template_csv(plan))
+
+
+def normalise_mac(text: str) -> str | None:
+    """`0C:42:A1:00:00:01`, `0c-42-a1-00-00-01`, `0c42.a100.0001` or `0c42a1000001` -> `0c:42:a1:00:00:01`;
+    None when it is not a unicast MAC."""
+    text = text.strip().lower()
+    if not _MAC.fullmatch(text):
+        return None
+    digits = re.sub(r"[:.\-]", "", text)
+    if int(digits[:2], 16) & 1 or digits == "0" * 12:
+        return None
+    return ":".join(digits[i:i + 2] for i in range(0, 12, 2))
+
+
+def read_macs(path: Path, plan: Plan) -> list[SwitchId]:
+    """The filled-in rows with a MAC or client-id, in file order; MacFileError naming every bad row."""
+    known = {d.name for d in provisioned(plan)}
+    others = {d.name for d in plan.devices} - known
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MacFileError([f"{path}: cannot read ({exc})"]) from None
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or "switch" not in rows[0] or "mac" not in rows[0]:
+        raise MacFileError([f"{path}:1: the header must name the columns `switch` and `mac` "
+                            f"(the template {TEMPLATE} from `railforge build` has: {', '.join(COLUMNS)})"])
+    head = [h.strip() for h in rows[0]]
+    errors: list[str] = []
+    out: list[SwitchId] = []
+    seen_switch: dict[str, int] = {}
+    seen_mac: dict[str, tuple[int, str]] = {}
+    for n, row in enumerate(rows[1:], start=2):
+        if not any(c.strip() for c in row):
+            continue
+        cells = {h: (row[i].strip() if i < len(row) else "") for i, h in enumerate(head)}
+        name, raw_mac, cid = cells.get("switch", ""), cells.get("mac", ""), cells.get("client_id", "").lower()
+        where = f"{path}:{n}"
+        if name not in known:
+            why = ("is not a switch that boots by ZTP (hosts, OOB switches and other NOSes are provisioned otherwise)"
+                   if name in others else "is not a switch of the plan")
+            errors.append(f"{where}: switch {name!r} {why}; see {TEMPLATE} for the names")
+            continue
+        if name in seen_switch:
+            errors.append(f"{where}: switch {name} is listed again (first on line {seen_switch[name]})")
+            continue
+        seen_switch[name] = n
+        mac = None
+        if raw_mac:
+            mac = normalise_mac(raw_mac)
+            if mac is None:
+                errors.append(f"{where}: mac {raw_mac!r} of {name} is not a unicast MAC address "
+                              "(want six hex pairs, e.g. 0c:42:a1:00:00:01)")
+                continue
+            if mac in seen_mac:
+                line, other = seen_mac[mac]
+                errors.append(f"{where}: mac {mac} of {name} is already given on line {line} for {other}")
+                continue
+            seen_mac[mac] = (n, name)
+        if cid and not _CLIENT_ID.fullmatch(cid):
+            errors.append(f"{where}: client_id {cid!r} of {name} is not hex pairs separated by ':' (e.g. 00:53:4e)")
+            continue
+        if mac or cid:
+            out.append(SwitchId(name, mac, cid or None, cells.get("serial") or None))
+    if errors:
+        raise MacFileError(errors)
+    return out

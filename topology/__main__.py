@@ -1,3 +1,0 @@
-from topology.entry import main
-
-main()
