@@ -18,7 +18,6 @@ from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
 from railforge.allocator import keep_freed_memory
-from railforge.build import build_plan
 from railforge.change.cli import diff
 from railforge.change.guard import Refused, check_growth
 from railforge.entry import KeepUntilExit
@@ -26,6 +25,7 @@ from railforge.lab.cli import lab_app
 from railforge.output import Output, OutputError, UnsafePath, describe
 from railforge.parallel import render_parallel
 from railforge.plan import Plan
+from railforge.planner import build_plan
 from railforge.progress import StageClock, progress_for
 from railforge.render import families
 from railforge.spec import load_spec

@@ -1,6 +1,6 @@
 """The plan: every device, port, link, address and ASN of a cluster.
 
-A plain, typed, vendor-neutral model built once by `railforge.build` and only read afterwards.
+A plain, typed, vendor-neutral model built once by `railforge.planner` and only read afterwards.
 Its JSON form (`plan.json`) is the contract every renderer, Ansible role and the Pulumi program reads.
 """
 

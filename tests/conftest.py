@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from railforge.build import build_plan
 from railforge.plan import Plan
+from railforge.planner import build_plan
 from railforge.spec import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -216,7 +216,7 @@ def test_routed_pods_get_planned_addresses_and_reach_each_other(running: Path, p
 
 
 def test_clos_pods_meet_only_through_super_spines() -> None:
-    from railforge.build import build_plan
+    from railforge.planner import build_plan
     from railforge.spec.loader import load_spec
 
     path = ROOT / "tests" / "specs" / "tiny-clos.yaml"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from railforge.build import build_plan
+from railforge.planner import build_plan
 from railforge.render.nvue import release_of, startup_yaml, syntax
 from railforge.render.switch_model import build_models
 from railforge.spec import load_spec

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from railforge import planio
-from railforge.build import build_plan
 from railforge.plan import Plan
+from railforge.planner import build_plan
 from railforge.spec.errors import SpecError
 from railforge.spec.loader import validate
 from tests.conftest import EXAMPLES, example_spec, plan_of, run_cli
@@ -236,7 +236,7 @@ def test_interrupted_render_leaves_previous_output(tmp_path: Path, monkeypatch) 
 def test_plan_checks_pass_on_examples_and_catch_damage(name: str) -> None:
     from fractions import Fraction
 
-    from railforge.build.checks import check_plan
+    from railforge.planner.checks import check_plan
 
     plan = plan_of(name)
     capacity = {"leaf": 10**6, "spine": 10**6, "superspine": 10**6}

@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 import yaml
 
-from railforge.build import build_plan
+from railforge.planner import build_plan
 from railforge.spec.loader import validate
 from tests.conftest import example_spec, plan_of
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from railforge.build import build_plan
+from railforge.nos.sonic_platform import PlatformError, load_platform
+from railforge.planner import build_plan
 from railforge.spec import load_spec
-from railforge.spec.sonic_platform import PlatformError, load_platform
 from tests.conftest import ROOT, require_tool, run_cli
 from tests.sonic_yang import MODELS, SonicYang, UnknownTable, merged, port_map_findings
 
-PLATFORMS = ROOT / "railforge" / "data" / "sonic" / "platforms"
+PLATFORMS = ROOT / "railforge" / "nos" / "sonic" / "platforms"
 BUFFER_DEFAULTS = json.loads((ROOT / "tests" / "sonic" / "platform-buffer-defaults.json").read_text())
 SPECS = sorted([*ROOT.glob("inventory/*/cluster.yaml"), *ROOT.glob("tests/specs/*.yaml")])
 

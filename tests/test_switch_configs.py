@@ -13,7 +13,7 @@ import orjson
 import pytest
 import yaml
 
-from railforge.build import build_plan
+from railforge.planner import build_plan
 from railforge.render import sonic
 from railforge.render.nvue import release_of, syntax
 from railforge.render.switch_model import IncompletePlan, PlanIndex, build_models, build_switch

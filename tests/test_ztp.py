@@ -370,7 +370,7 @@ def test_kea_serves_planned_address_gateway_and_ztp_url_then_files_come_over_htt
 def test_kea_config_by_client_id_loads_and_is_stable_when_the_cluster_grows(tmp_path: Path) -> None:
     """A reservation by client-id (no MAC) passes `kea-dhcp4 -t`; adding an SU keeps every existing subnet id,
     address and option, and only appends."""
-    from railforge.build import build_plan
+    from railforge.planner import build_plan
     from railforge.spec import load_spec
     from railforge.ztp.macs import SwitchId
     from railforge.ztp.render import DhcpOptions, kea_config

@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from railforge.build.ports import ib_port_number
 from railforge.plan import Plan
+from railforge.planner.ports import ib_port_number
 from railforge.render import ibnetdiscover, opensm
 from railforge.render.switch_model import build_models
 

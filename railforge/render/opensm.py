@@ -26,9 +26,9 @@ from pathlib import Path
 
 import jinja2
 
-from railforge.build.ports import host_hca, ib_port_number
 from railforge.output import Output
 from railforge.plan import Plan
+from railforge.planner.ports import host_hca, ib_port_number
 from railforge.render import ibnetdiscover
 from railforge.render.switch_model import Interface, SwitchConfig, build_models
 

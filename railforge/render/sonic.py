@@ -3,7 +3,7 @@
 config_db.json is meant to be merged onto the switch's factory configuration (`config load` or
 `sonic-cfggen -j config_db.json --write-to-db`): platform, hwsku and base MAC stay the device's own.
 PORT names, lanes, index and alias and the BREAKOUT_CFG mode names are the platform's own
-(`platform.json` of the plan's `sonic_platform`, see railforge/spec/sonic_platform.py); every port
+(`platform.json` of the plan's `sonic_platform`, see railforge/nos/sonic_platform.py); every port
 of every cage is written, unused ones admin down.
 Buffers use SONiC's dynamic buffer model: lossless priority groups are declared with profile
 "NULL" so buffermgrd sizes their headroom from port speed and the planned cable length
@@ -30,10 +30,10 @@ from pathlib import Path
 import jinja2
 import orjson
 
+from railforge.nos.sonic_platform import Platform, load_platform
 from railforge.output import Output
 from railforge.plan import Plan, Qos
 from railforge.render.switch_model import PEERLINK_VLAN, SwitchConfig, build_models, rank
-from railforge.spec.sonic_platform import Platform, load_platform
 
 JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 QOS_MAP = "RAILFORGE"

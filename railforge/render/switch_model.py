@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from railforge.build.ports import host_hca
 from railforge.plan import HOST_ROLES, SWITCH_ROLES, Device, Link, Plan, Port, Qos
+from railforge.planner.ports import host_hca
 from railforge.render.tables import PlanIndex as TableIndex
 
 TIER_RANK = {"leaf": 1, "spine": 2, "superspine": 3}

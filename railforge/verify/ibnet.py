@@ -10,7 +10,7 @@ switchguid or caguid lines, a node line and one line per connected port::
 
 Node descriptions are mapped to plan devices: a switch's description contains its name (NVIDIA's
 `MF0;<hostname>:<model>/U1`, or the bare hostname), an HCA's is `<hostname> <hca>` (`mlx5_0`), the
-default on NVIDIA/Mellanox OFED; the HCA is mapped to its port by `railforge.build.ports.hca_port`, the rule
+default on NVIDIA/Mellanox OFED; the HCA is mapped to its port by `railforge.planner.ports.hca_port`, the rule
 the OpenSM renderer names HCAs by (a rail's HCA, else `mlx5_<port index>` on an appliance such as UFM).
 Switch port numbers follow the QM9700 numbering: OSFP cage c (plan port index) carries IB ports
 c*split+1 .. c*split+split, split being the cage's breakout (2 at NDR 400G).
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 
-from railforge.build import ports
 from railforge.plan import Device, Plan, Port
+from railforge.planner import ports
 from railforge.render import ibnetdiscover
 from railforge.verify.observed import Adjacency, Observation
 

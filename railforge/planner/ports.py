@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from railforge.hardware.catalog import PortSlot, ports_at
+from railforge.nos.sonic_platform import Platform, PlatformError, load_platform
 from railforge.plan import Device, Port
-from railforge.spec.catalog import PortSlot, ports_at
 from railforge.spec.models import CatalogSwitch, format_speed
-from railforge.spec.sonic_platform import Platform, PlatformError, load_platform
 
 
 def ib_port_number(index: int, sub: int, breakout: str) -> int:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from railforge.build import clos, names
-from railforge.build.context import BuildContext
-from railforge.build.ports import capacity
-from railforge.build.sizing import ceil_div
 from railforge.ipam import block_len_for, int_to_ip
 from railforge.plan import Bmc, Device, HostSubnet, Port, TierSummary
+from railforge.planner import clos, names
+from railforge.planner.context import BuildContext
+from railforge.planner.ports import capacity
+from railforge.planner.sizing import ceil_div
 
 CORE_ROLES = ("superspine", "spine", "storage-superspine", "storage-spine", "mgmt", "storage-leaf")
 

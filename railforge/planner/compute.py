@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from railforge.build import names
-from railforge.build.context import BuildContext
-from railforge.build.ports import capacity
-from railforge.build.sizing import (
+from railforge.ipam import block_len_for, int_to_ip
+from railforge.plan import Device, HostSubnet, Port, RailInterface, TierSummary
+from railforge.planner import names
+from railforge.planner.context import BuildContext
+from railforge.planner.ports import capacity
+from railforge.planner.sizing import (
     SpineTiers,
     ThreeTier,
     TwoTier,
@@ -18,8 +20,6 @@ from railforge.build.sizing import (
     two_tier,
     uplinks_for,
 )
-from railforge.ipam import block_len_for, int_to_ip
-from railforge.plan import Device, HostSubnet, Port, RailInterface, TierSummary
 from railforge.spec.models import format_speed
 
 HOST_VLAN = 1000

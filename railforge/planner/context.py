@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from railforge.build.ports import PortLayout, RadixError
 from railforge.ipam import AsnRange, PrefixPool
+from railforge.nos.sonic_platform import PlatformError
 from railforge.plan import Device, Endpoint, Link, Port
+from railforge.planner.ports import PortLayout, RadixError
 from railforge.spec.errors import SpecError
 from railforge.spec.loader import LineMap, dotted
 from railforge.spec.models import Catalog, CatalogSwitch, ClusterSpec, format_speed
-from railforge.spec.sonic_platform import PlatformError
 
 
 @dataclass

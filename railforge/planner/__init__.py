@@ -5,12 +5,12 @@ from __future__ import annotations
 import gc
 from fractions import Fraction
 
-from railforge.build import compute, layout, oob, storage
-from railforge.build.checks import check_plan
-from railforge.build.context import BuildContext
+from railforge.hardware.catalog import merged_catalog, ports_at
 from railforge.ipam import AsnRange, PoolExhausted, PrefixPool, check_overlaps
 from railforge.plan import ClusterSummary, NodeTopology, Plan, Qos, Reliability, Tenant
-from railforge.spec.catalog import merged_catalog, ports_at
+from railforge.planner import compute, layout, oob, storage
+from railforge.planner.checks import check_plan
+from railforge.planner.context import BuildContext
 from railforge.spec.loader import LineMap
 from railforge.spec.models import ClusterSpec
 

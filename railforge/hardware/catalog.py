@@ -23,7 +23,7 @@ class PortSlot:
 
 
 def builtin_catalog() -> Catalog:
-    text = resources.files("railforge.data").joinpath("catalog.yaml").read_text(encoding="utf-8")
+    text = resources.files("railforge.hardware").joinpath("catalog.yaml").read_text(encoding="utf-8")
     return Catalog.model_validate(yaml.safe_load(text))
 
 

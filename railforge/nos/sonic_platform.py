@@ -1,4 +1,4 @@
-"""SONiC port facts from a platform's own `platform.json` and hwsku `hwsku.json` (railforge/data/sonic).
+"""SONiC port facts from a platform's own `platform.json` and hwsku `hwsku.json` (railforge/nos/sonic).
 
 A catalog switch names its SONiC platform and hwsku; cage k of the catalog is the platform's k-th
 front-panel port (ordered by the platform's `index`). A breakout sub-port takes its name, lanes,
@@ -104,19 +104,19 @@ class Platform:
 
 
 def _read(platform: str, *parts: str) -> dict:
-    root = resources.files("railforge.data").joinpath("sonic", "platforms", platform, *parts)
+    root = resources.files("railforge.nos").joinpath("sonic", "platforms", platform, *parts)
     return json.loads(root.read_text(encoding="utf-8"))
 
 
 def known_platforms() -> list[str]:
-    root = resources.files("railforge.data").joinpath("sonic", "platforms")
+    root = resources.files("railforge.nos").joinpath("sonic", "platforms")
     return sorted(p.name for p in root.iterdir() if p.joinpath("platform.json").is_file())
 
 
 @cache
 def load_platform(platform: str, hwsku: str) -> Platform:
     if platform not in known_platforms():
-        raise PlatformError(f"no SONiC platform data for {platform!r} in railforge/data/sonic/platforms "
+        raise PlatformError(f"no SONiC platform data for {platform!r} in railforge/nos/sonic/platforms "
                             f"(known: {', '.join(known_platforms())})")
     try:
         _read(platform, hwsku, "hwsku.json")

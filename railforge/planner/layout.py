@@ -11,11 +11,11 @@ import bisect
 import math
 from collections import defaultdict
 
-from railforge.build import names
-from railforge.build.context import BuildContext
-from railforge.build.sizing import ceil_div
+from railforge.hardware.catalog import media_rules
 from railforge.plan import Device, Link, Rack
-from railforge.spec.catalog import media_rules
+from railforge.planner import names
+from railforge.planner.context import BuildContext
+from railforge.planner.sizing import ceil_div
 from railforge.spec.models import format_speed
 
 U_M = 0.04445

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from railforge.build import clos, names
-from railforge.build.context import BuildContext
-from railforge.build.ports import PortLayout, RadixError, capacity
-from railforge.build.sizing import ceil_div
 from railforge.ipam import block_len_for, int_to_ip
+from railforge.nos.sonic_platform import PlatformError
 from railforge.plan import Bond, BondMember, Device, HostSubnet, Port, TierSummary, VlanInterface
-from railforge.spec.sonic_platform import PlatformError
+from railforge.planner import clos, names
+from railforge.planner.context import BuildContext
+from railforge.planner.ports import PortLayout, RadixError, capacity
+from railforge.planner.sizing import ceil_div
 
 INBAND_VLAN = 10
 

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from railforge.build import names
-from railforge.build.context import BuildContext
-from railforge.build.ports import capacity
-from railforge.build.sizing import SpineTiers, ThreeTier, TwoTier, ceil_div, spine_split, three_tier, two_tier
 from railforge.ipam import int_to_ip
 from railforge.plan import Device, Port, TierSummary
+from railforge.planner import names
+from railforge.planner.context import BuildContext
+from railforge.planner.ports import capacity
+from railforge.planner.sizing import SpineTiers, ThreeTier, TwoTier, ceil_div, spine_split, three_tier, two_tier
 
 
 @dataclass(frozen=True)
