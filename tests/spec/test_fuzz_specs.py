@@ -221,7 +221,7 @@ def test_fuzz_the_validate_path(tmp_path: Path) -> None:
 
 def test_fuzz_check_catches_a_crash_and_an_unplaced_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The oracle itself: an exception escapes, and an error without a line fails the check."""
-    import tests.test_fuzz_specs as me
+    import tests.spec.test_fuzz_specs as me
 
     def boom(path: Path) -> None:
         raise ZeroDivisionError("ratio")
@@ -239,7 +239,7 @@ def test_fuzz_check_catches_a_crash_and_an_unplaced_error(tmp_path: Path, monkey
 
 
 def test_fuzz_check_catches_a_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import tests.test_fuzz_specs as me
+    import tests.spec.test_fuzz_specs as me
 
     def spin(path: Path) -> None:
         while True:

@@ -1,7 +1,7 @@
 """Every Cumulus `startup.yaml` checked against NVIDIA's NVUE object model for its target release.
 
 The models are those the `nvueschema` package generated from NVIDIA's OpenAPI specs (one module per
-Cumulus Linux release); `railforge.verify.nvue_schema` walks each file along them so that an unknown key,
+Cumulus Linux release); `tests.helpers.nvue_schema` walks each file along them so that an unknown key,
 a wrong value type or a value outside the schema's enum/range fails (see that module for why the
 pydantic classes are not used as-is)."""
 
@@ -20,8 +20,8 @@ from railforge.render.nvue import release_of, startup_yaml, syntax
 from railforge.render.switch_model import build_models
 from railforge.spec import load_spec
 from railforge.spec.models import CUMULUS_RELEASES, DEFAULT_CUMULUS_RELEASE
-from railforge.verify.nvue_schema import NvueLoader, validate_document, validate_file
-from tests.conftest import EXAMPLES, example_spec, plan_of
+from tests.conftest import EXAMPLES, ROOT, example_spec, plan_of
+from tests.helpers.nvue_schema import NvueLoader, validate_document, validate_file
 
 try:
     import nvueschema  # noqa: F401
@@ -30,7 +30,7 @@ except ImportError:
         raise RuntimeError("nvueschema (dev extra) is missing, and CI=true forbids skipping") from None
     pytest.skip("needs nvueschema (pip install -e '.[dev]')", allow_module_level=True)
 
-SPECS = Path(__file__).parent / "specs"
+SPECS = ROOT / "tests" / "specs"
 CUMULUS_SPECS = [SPECS / "configs-cumulus.yaml", SPECS / "configs-ib.yaml"]
 
 

@@ -22,8 +22,8 @@ from railforge.lab.checks import expected_fib
 from railforge.lab.memory import memory_problems
 from railforge.lab.nvue import NvueError, frr_conf_text, frr_config
 from railforge.lab.scope import ScopeError, lab_topology
-from tests import cni
 from tests.conftest import ROOT, plan_of, require_tool, run_cli
+from tests.helpers import cni
 
 CLUSTER = "inventory/roce-16k-railplane"
 NAME = "roce-16k-railplane"

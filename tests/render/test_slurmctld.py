@@ -26,7 +26,7 @@ import pytest
 
 from railforge.render.hostlist import compress
 from tests.conftest import EXAMPLES, plan_of, require_tool
-from tests.test_scheduler_files import expand, expected_tree
+from tests.render.test_scheduler_files import expand, expected_tree
 
 PORT, SLURMD_PORT = 16817, 16818
 PLUGINS = Path("/usr/lib/x86_64-linux-gnu/slurm-wlm")

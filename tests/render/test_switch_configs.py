@@ -18,8 +18,8 @@ from railforge.render import sonic
 from railforge.render.nvue import release_of, syntax
 from railforge.render.switch_model import IncompletePlan, PlanIndex, build_models, build_switch
 from railforge.spec import load_spec
-from railforge.verify.nvue_schema import NvueLoader
 from tests.conftest import ROOT, plan_of, require_tool, run_cli
+from tests.helpers.nvue_schema import NvueLoader
 
 SPECS = ROOT / "tests" / "specs"
 ETHERNET = ("sonic", "cumulus")

@@ -1,7 +1,7 @@
 """Golden tests for the switch-config renderers on the small fabrics in tests/specs/configs-*.yaml.
 
 The golden files under tests/golden/<renderer>/<spec>/ were reviewed by eye once and are frozen.
-After a deliberate change, regenerate them with `UPDATE_GOLDEN=1 pytest tests/test_switch_configs_golden.py`
+After a deliberate change, regenerate them with `UPDATE_GOLDEN=1 pytest tests/render/test_switch_configs_golden.py`
 and review the diff before committing.
 """
 

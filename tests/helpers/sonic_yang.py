@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-MODELS = Path(__file__).resolve().parent / "reference" / "sonic-buildimage-086b03bd" / "yang"
+MODELS = Path(__file__).resolve().parents[1] / "reference" / "sonic-buildimage-086b03bd" / "yang"
 _NODE = re.compile(r"^(?P<indent>[ |]*)[+xo]--(?:rw|ro|-w|-x|-n|mp)? (?P<name>\S+?)(?P<flag>[?*!]?)"
                    r"(?:\s+\[(?P<keys>[^\]]+)\])?(?:\s+.*)?$")
 _NAMESPACE = re.compile(r'^\s*namespace\s+"?([^";\s]+)"?\s*;', re.M)

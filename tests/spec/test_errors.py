@@ -9,8 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from railforge.cli import app
+from tests.conftest import ROOT
 
-CASES = sorted(Path(__file__).parent.joinpath("errors").glob("*.yaml"))
+CASES = sorted((ROOT / "tests" / "errors").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])

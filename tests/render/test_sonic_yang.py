@@ -15,7 +15,7 @@ from railforge.nos.sonic_platform import PlatformError, load_platform
 from railforge.planner import build_plan
 from railforge.spec import load_spec
 from tests.conftest import ROOT, require_tool, run_cli
-from tests.sonic_yang import MODELS, SonicYang, UnknownTable, merged, port_map_findings
+from tests.helpers.sonic_yang import MODELS, SonicYang, UnknownTable, merged, port_map_findings
 
 PLATFORMS = ROOT / "railforge" / "nos" / "sonic" / "platforms"
 BUFFER_DEFAULTS = json.loads((ROOT / "tests" / "sonic" / "platform-buffer-defaults.json").read_text())
