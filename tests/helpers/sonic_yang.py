@@ -170,6 +170,8 @@ def _fields(node: Node, fields: dict) -> str:
                 out.append(f"<{n.name}><{n.keys[0]}>{_value(f)}</{n.keys[0]}><{leaves[0]}>{_value(v)}</{leaves[0]}>"
                            f"</{n.name}>")
                 continue
+        if isinstance(v, str) and child is not None and child.kind == "leaf-list":
+            v = v.split(",")  # config_db writes a leaf-list as one comma-separated string
         if isinstance(v, list):
             out.extend(f"<{f}>{_value(x)}</{f}>" for x in v)
         else:
