@@ -11,6 +11,7 @@ from railforge.plan import ClusterSummary, NodeTopology, Plan, Qos, Reliability,
 from railforge.planner import compute, layout, oob, storage
 from railforge.planner.checks import check_plan
 from railforge.planner.context import BuildContext
+from railforge.planner.sonic_qos import check_lossless_priority
 from railforge.spec.loader import LineMap
 from railforge.spec.models import ClusterSpec
 
@@ -103,6 +104,7 @@ def _build(ctx: BuildContext) -> Plan:
         elif dev.nos == "sonic":
             sonic = ctx.catalog.switches[dev.model].sonic
             dev.sonic_platform, dev.sonic_hwsku = sonic.platform, sonic.hwsku
+    check_lossless_priority(ctx, spec, cd.fabric)
 
     counts = _counts(ctx)
     summaries = (compute.tier_summaries(cd, counts.get("leaf", 0), counts.get("spine", 0),
