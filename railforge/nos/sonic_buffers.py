@@ -144,9 +144,10 @@ def priorities(key_range: str) -> set[int]:
     return set(range(int(first), int(last or first) + 1))
 
 
-def known_skus() -> list[str]:
+@cache
+def known_skus() -> tuple[str, ...]:
     root = resources.files("railforge.nos").joinpath("sonic", "buffers")
-    return sorted(p.name.removesuffix(".json") for p in root.iterdir() if p.name.endswith(".json"))
+    return tuple(sorted(p.name.removesuffix(".json") for p in root.iterdir() if p.name.endswith(".json")))
 
 
 def parse(text: bytes, source: str) -> SkuBuffers:
