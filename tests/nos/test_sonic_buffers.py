@@ -25,7 +25,6 @@ from railforge.nos.sonic_buffers import (
 )
 from railforge.plan import Qos
 from railforge.render import sonic
-from tests.conftest import ROOT
 
 SN5600, TH5 = "ACS-SN5600", "M2-W6940-128QC"
 
