@@ -103,6 +103,22 @@ def test_every_device_type_has_buffer_templates_on_its_sku(configs):
         assert (types[ss], configs[ss][2]) == ("LeafRouter", "ACS-SN5600")
 
 
+def test_neighbour_metadata_names_the_type_each_sonic_peer_runs(configs):
+    """A super-spine that runs LeafRouter is LeafRouter in its pod spines' DEVICE_NEIGHBOR_METADATA too."""
+    own = {k: db["DEVICE_METADATA"]["localhost"]["type"] for k, (db, _, _) in configs.items()}
+    checked = 0
+    for k, (db, _, _) in configs.items():
+        spec = k.split("/")[0]
+        for peer, meta in db.get("DEVICE_NEIGHBOR_METADATA", {}).items():
+            if f"{spec}/{peer}" in own:
+                assert meta["type"] == own[f"{spec}/{peer}"], (k, peer, meta["type"])
+                checked += 1
+    assert checked >= 200
+    up = [m["type"] for k, (db, _, _) in configs.items() if k.startswith("tiny-clos/pod")
+          for peer, m in db["DEVICE_NEIGHBOR_METADATA"].items() if peer.startswith("superspine")]
+    assert len(up) == 4 and set(up) == {"LeafRouter"}
+
+
 def test_buffer_keys_do_not_overlap_the_templates_keys_after_config_qos_reload(configs):
     """After `config qos reload` (the templates write Ethernet0|3-4, |0-2, |5-6) and `config load` of the file,
     no two BUFFER_PG/BUFFER_QUEUE keys of a port may cover the same priority. Failed on railforge's output
