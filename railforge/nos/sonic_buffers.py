@@ -122,6 +122,10 @@ class SkuBuffers(_Strict):
         return {n for ids, e in queues.items() if e.get("profile") == "egress_lossless_profile"
                 for n in priorities(ids)}
 
+    def pfc_enable(self, device_type: str) -> str:
+        """PORT_QOS_MAP pfc_enable the templates write for a used port ("3,4")."""
+        return self.qos_tables(device_type).ports["active"]["PORT_QOS_MAP"][""]["pfc_enable"]
+
     def cable_length(self, speed_mbps: int, meters: float) -> str:
         """CABLE_LENGTH for a port: the planned length rounded up to a whole metre; in the traditional model, to
         the next length pg_profile_lookup.ini lists for the port's speed (buffermgrd creates no lossless PG for a
@@ -142,6 +146,20 @@ def priorities(key_range: str) -> set[int]:
     """'3-4' -> {3, 4}; '0' -> {0} (SONiC's BUFFER_PG/BUFFER_QUEUE key suffix)."""
     first, _, last = key_range.partition("-")
     return set(range(int(first), int(last or first) + 1))
+
+
+def id_ranges(ids: set[int]) -> list[str]:
+    """Contiguous slices of `ids` named as swss's generateIdListFromMap names them: {1, 2, 5} -> ['1-2', '5']
+    (the BUFFER_PG keys the traditional buffermgrd writes for a port's pfc_enable)."""
+    out, run = [], []
+    for n in sorted(ids):
+        if run and n != run[-1] + 1:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+            run = []
+        run.append(n)
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return out
 
 
 @cache

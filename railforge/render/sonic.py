@@ -14,8 +14,9 @@ every used port (`|0`, `|3-4`, `|0-2`, `|5-6`), so `config load` after a reload 
 instead of adding overlapping per-priority keys. In the dynamic model the lossless PG's profile is
 "NULL" (buffermgrd sizes headroom from speed and CABLE_LENGTH); in the traditional one buffermgrd
 writes the lossless PG from `pfc_enable` and pg_profile_lookup.ini, so CABLE_LENGTH is rounded up to
-a length that file lists. Pool and profile sizes are the platform's, which is why BUFFER_POOL and
-BUFFER_PROFILE are not written here; the tests validate the file merged with the real defaults.
+a length that file lists and `pfc_enable` is the templates' own set (see `_pfc_enable`). Pool and
+profile sizes are the platform's, which is why BUFFER_POOL and BUFFER_PROFILE are not written here;
+the tests validate the file merged with the real defaults.
 
 Routing is FRR in `docker_routing_config_mode: split-unified`: SONiC renders no routing config
 and FRR reads the one frr.conf written here (plain `split` would expect bgpd.conf/zebra.conf).
@@ -217,6 +218,20 @@ def _template_buffers(q: Qos, hwsku: str, sonic_type: str) -> tuple[dict[str, di
     return {k: dict(v) for k, v in pg.items()}, {k: dict(v) for k, v in queue.items()}
 
 
+def _pfc_enable(q: Qos, hwsku: str, sonic_type: str) -> str:
+    """The plan's lossless priority; on a traditional-model SKU the templates' own set ("3,4"), which holds it:
+    the traditional buffermgrd writes BUFFER_PG|<port>|<pfc_enable as ranges> for every pfc_enable a port has
+    had and removes none, so any other value next to the reload's "3,4" leaves overlapping `|3-4` and `|3`."""
+    sku = load_buffers(hwsku)
+    if sku.buffer_model == "dynamic":
+        return str(q.lossless_priority)
+    pfc = sku.pfc_enable(sonic_type)
+    if str(q.lossless_priority) not in pfc.split(","):
+        raise BufferMismatch(f"qos.lossless_priority {q.lossless_priority}: SONiC's QoS template of {hwsku} "
+                             f"({sonic_type}) enables PFC on {pfc} only")
+    return pfc
+
+
 def qos_tables(q: Qos, active: tuple[str, ...], hwsku: str, sonic_type: str) -> dict[str, dict]:
     """The QoS tables of a switch of SKU `hwsku` running as `sonic_type` whose enabled fabric and host ports are
     `active` (CABLE_LENGTH aside)."""
@@ -229,8 +244,9 @@ def qos_tables(q: Qos, active: tuple[str, ...], hwsku: str, sonic_type: str) -> 
     db["TC_TO_PRIORITY_GROUP_MAP"] = {QOS_MAP: {str(t): (str(t) if str(t) == lossless else "0") for t in range(8)}}
     db["TC_TO_QUEUE_MAP"] = {QOS_MAP: identity}
     db["MAP_PFC_PRIORITY_TO_QUEUE"] = {QOS_MAP: dict(identity)}
+    pfc = _pfc_enable(q, hwsku, sonic_type)
     port_maps = {"dscp_to_tc_map": QOS_MAP, "tc_to_queue_map": QOS_MAP, "tc_to_pg_map": QOS_MAP,
-                 "pfc_to_queue_map": QOS_MAP, "pfc_enable": lossless, "pfcwd_sw_enable": lossless}
+                 "pfc_to_queue_map": QOS_MAP, "pfc_enable": pfc, "pfcwd_sw_enable": pfc}
     qos_map = {"global": {"dscp_to_tc_map": QOS_MAP}}
     for name in active:
         qos_map[name] = port_maps

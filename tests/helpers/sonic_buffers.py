@@ -5,7 +5,7 @@ twice."""
 
 from __future__ import annotations
 
-from railforge.nos.sonic_buffers import defaults_for, load_buffers, priorities
+from railforge.nos.sonic_buffers import defaults_for, id_ranges, load_buffers, priorities
 from tests.helpers.sonic_yang import merged
 
 
@@ -18,6 +18,24 @@ def platform_defaults(db: dict, hwsku: str) -> dict:
 
 def as_applied(db: dict, hwsku: str) -> dict:
     return merged(platform_defaults(db, hwsku), db)
+
+
+def buffermgrd_pg_keys(db: dict, hwsku: str) -> dict[str, dict]:
+    """BUFFER_PG entries the traditional buffermgrd (sonic-swss cfgmgr/buffermgr.cpp) writes on a port for each
+    pfc_enable it has had: the reload's (the templates') and then the file's; it removes none of them. Empty for
+    the dynamic model, where lossless PGs are only the configured ones."""
+    sku = load_buffers(hwsku)
+    if sku.buffer_model != "traditional":
+        return {}
+    sonic_type = db["DEVICE_METADATA"]["localhost"]["type"]
+    out = {}
+    for port, qmap in db.get("PORT_QOS_MAP", {}).items():
+        if port == "global" or port not in db.get("DEVICE_NEIGHBOR", {}):
+            continue
+        for pfc in (sku.pfc_enable(sonic_type), qmap.get("pfc_enable", "")):
+            for ids in id_ranges({int(x) for x in pfc.split(",") if x}):
+                out[f"{port}|{ids}"] = {"profile": "pg_lossless_<speed>_<cable>_profile"}
+    return out
 
 
 def overlapping_keys(db: dict) -> list[str]:

@@ -18,6 +18,7 @@ from railforge.nos.sonic_buffers import (
     BufferTemplateMissing,
     Failed,
     defaults_for,
+    id_ranges,
     known_skus,
     load_buffers,
     parse,
@@ -93,6 +94,17 @@ def test_cable_lengths_follow_the_buffer_model():
         th5.cable_length(400_000, 300.5)
     with pytest.raises(BufferTemplateMissing, match="lists nothing for that speed"):
         th5.cable_length(1_600_000, 3)
+
+
+def test_traditional_pfc_enable_is_the_templates_set_so_buffermgrd_writes_one_key():
+    """swss' generateIdListFromMap example: bits 1, 2, 5 -> '1-2', '5'."""
+    assert (id_ranges({1, 2, 5}), id_ranges({3}), id_ranges({3, 4}), id_ranges(set())) == (["1-2", "5"], ["3"],
+                                                                                          ["3-4"], [])
+    q = Qos(3, 26, 48, 6, 104, 150_000, 1_500_000, 5, 9000, 9216)
+    th5 = sonic.qos_tables(q, ("Ethernet1",), TH5, "LeafRouter")["PORT_QOS_MAP"]["Ethernet1"]
+    mlx = sonic.qos_tables(q, ("Ethernet0",), SN5600, "LeafRouter")["PORT_QOS_MAP"]["Ethernet0"]
+    assert (th5["pfc_enable"], mlx["pfc_enable"]) == (load_buffers(TH5).pfc_enable("LeafRouter"), "3")
+    assert th5["pfc_enable"] == "3,4"
 
 
 def test_priorities_and_the_expansion_to_a_switchs_ports():

@@ -19,7 +19,7 @@ from railforge.nos.sonic_platform import PlatformError, load_platform
 from railforge.planner import build_plan
 from railforge.spec import load_spec
 from tests.conftest import ROOT, require_tool, run_cli
-from tests.helpers.sonic_buffers import as_applied, overlapping_keys, platform_defaults
+from tests.helpers.sonic_buffers import as_applied, buffermgrd_pg_keys, overlapping_keys, platform_defaults
 from tests.helpers.sonic_yang import MODELS, SonicYang, UnknownTable, merged, port_map_findings
 
 PLATFORMS = ROOT / "railforge" / "nos" / "sonic" / "platforms"
@@ -120,10 +120,13 @@ def test_neighbour_metadata_names_the_type_each_sonic_peer_runs(configs):
 
 
 def test_buffer_keys_do_not_overlap_the_templates_keys_after_config_qos_reload(configs):
-    """After `config qos reload` (the templates write Ethernet0|3-4, |0-2, |5-6) and `config load` of the file,
-    no two BUFFER_PG/BUFFER_QUEUE keys of a port may cover the same priority. Failed on railforge's output
-    before issue 31 (per-priority keys Ethernet0|3, |0 ... |7)."""
+    """After `config qos reload` (the templates write Ethernet0|3-4, |0-2, |5-6; on the traditional model
+    buffermgrd adds BUFFER_PG|<port>|<pfc_enable> for the reload's pfc_enable and the file's) and `config load`
+    of the file, no two BUFFER_PG/BUFFER_QUEUE keys of a port may cover the same priority. Failed on railforge's
+    output before issue 31 (per-priority keys Ethernet0|3, |0 ... |7)."""
     applied, missing = _applied(configs)
+    for k, db in applied.items():  # the traditional buffermgrd's own lossless PGs (TH5)
+        db["BUFFER_PG"] = {**db.get("BUFFER_PG", {}), **buffermgrd_pg_keys(db, configs[k][2])}
     found = {k: f for k, db in applied.items() if (f := overlapping_keys(db))}
     assert not found, "\n".join(f"{k}: {v[:3]}" for k, v in sorted(found.items())[:10])
     assert not missing
@@ -151,10 +154,11 @@ def test_lossless_priority_stays_lossless_in_the_applied_buffers(configs):
         if "PORT_QOS_MAP" not in db:
             continue
         applied, model = as_applied(db, hwsku), load_buffers(hwsku).buffer_model
-        for port, qmap in db["PORT_QOS_MAP"].items():
+        lossless = next(int(tc) for tc, pg in db["TC_TO_PRIORITY_GROUP_MAP"]["RAILFORGE"].items() if pg != "0")
+        for port in db["PORT_QOS_MAP"]:
             if port == "global":
                 continue
-            lossless = int(qmap["pfc_enable"])
+            assert str(lossless) in applied["PORT_QOS_MAP"][port]["pfc_enable"].split(","), (k, port)
             pg = {ids: e["profile"] for key, e in applied["BUFFER_PG"].items()
                   for p, _, ids in [key.partition("|")] if p == port and lossless in priorities(ids)}
             queue = [e["profile"] for key, e in applied["BUFFER_QUEUE"].items()
