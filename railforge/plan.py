@@ -19,6 +19,13 @@ SWITCH_ROLES = ("leaf", "spine", "superspine", "storage-leaf", "storage-spine", 
 HOST_ROLES = ("node", "ufm", "mgmt")
 
 
+def ib_port_number(index: int, sub: int, breakout: str) -> int:
+    """InfiniBand port number as ibnetdiscover and OpenSM count it: cage `index` carries ports
+    index*split+1 .. index*split+split, split being the cage's breakout (2 on a QM9700 at NDR)."""
+    split = int(breakout.split("x", 1)[0]) if breakout[:1].isdigit() else 1
+    return index * split + sub + 1
+
+
 @dataclass(slots=True)
 class Port:
     name: str
@@ -30,6 +37,9 @@ class Port:
     lanes: list[int]
     address: str | None = None
     link: str | None = None
+
+    def ib_number(self) -> int:
+        return ib_port_number(self.index, self.sub, self.breakout)
 
 
 @dataclass(slots=True)
@@ -159,6 +169,19 @@ class Device:
     sonic_platform: str | None = None  # SONiC switches: the platform and hwsku whose port map the ports follow
     sonic_hwsku: str | None = None
 
+    def hca(self, port: Port) -> str:
+        """The RDMA device behind this host's compute port, as its InfiniBand NodeDescription (`<host> <hca>`)
+        names it: the rail's HCA (spec `node.compute.hcas`), else `mlx5_<port index>`: an appliance such as
+        UFM has no rails, and mlx5 devices are numbered in port order."""
+        return next((r.hca for r in self.rails if r.ifname == port.name), f"mlx5_{port.index}")
+
+    def hca_port(self, hca: str) -> str | None:
+        """The compute port behind RDMA device `hca` (the inverse of `hca`); None when the host has none.
+        A node's compute ports are its rails; an appliance's are its ports other than `bmc`."""
+        if self.rails:
+            return next((r.ifname for r in self.rails if r.hca == hca), None)
+        return next((p.name for p in self.ports if p.name != "bmc" and f"mlx5_{p.index}" == hca), None)
+
 
 @dataclass(slots=True)
 class Pool:
@@ -267,6 +290,16 @@ class Tenant:
 
 
 @dataclass(slots=True)
+class DeviceType:
+    """One hardware model in the plan, as a source of truth (NetBox) records it: the catalog's vendor for a
+    switch (None when nobody said, e.g. a server model named only in the spec) and the rack units it takes."""
+
+    model: str
+    manufacturer: str | None
+    height_u: int
+
+
+@dataclass(slots=True)
 class Plan:
     cluster: ClusterSummary
     qos: Qos
@@ -278,6 +311,7 @@ class Plan:
     pod_networks: list[PodNetwork]
     reliability: Reliability
     tenants: list[Tenant]
+    device_types: list[DeviceType] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
     views: dict = field(default_factory=dict, repr=False, compare=False)
     """Read-only tables derived from this plan by renderers (e.g. the address table), computed once per process

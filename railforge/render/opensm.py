@@ -27,8 +27,7 @@ from pathlib import Path
 import jinja2
 
 from railforge.output import Output
-from railforge.plan import Plan
-from railforge.planner.ports import host_hca, ib_port_number
+from railforge.plan import Plan, ib_port_number
 from railforge.render import ibnetdiscover
 from railforge.render.switch_model import Interface, SwitchConfig, build_models
 
@@ -74,7 +73,7 @@ def partitions(plan: Plan) -> list[ibnetdiscover.Partition]:
         if link.fabric == "compute" and link.tier == "node-leaf" and link.a.device in devices:
             host = devices[link.a.device]
             port = next(p for p in host.ports if p.name == link.a.port)
-            hcas.setdefault(host.name, []).append(f"{host.name} {host_hca(host, port)}")
+            hcas.setdefault(host.name, []).append(f"{host.name} {host.hca(port)}")
     return [ibnetdiscover.Partition(t.name, t.pkey, [h for m in t.members for h in hcas.get(m, [])])
             for t in plan.tenants]
 

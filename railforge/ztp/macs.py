@@ -14,12 +14,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from railforge import nos
 from railforge.output import Output
 from railforge.plan import Device, Plan
 
 TEMPLATE = "switch-macs.csv"
 COLUMNS = ("switch", "mac", "client_id", "serial", "model", "nos", "rack", "u", "mgmt_port", "mgmt_address")
-ZTP_NOS = ("sonic", "cumulus")
+ZTP_NOS = tuple(n for n in nos.names() if nos.profile(n).ztp is not None)
 _MAC = re.compile(r"[0-9a-f]{2}([:-])[0-9a-f]{2}(\1[0-9a-f]{2}){4}|[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4}|[0-9a-f]{12}")
 _CLIENT_ID = re.compile(r"(?:[0-9a-f]{2}:)*[0-9a-f]{2}")
 

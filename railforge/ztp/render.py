@@ -21,6 +21,8 @@ from pathlib import Path
 import jinja2
 import yaml
 
+from railforge import nos
+from railforge.nos.profile import ZtpVariant
 from railforge.plan import Device, Plan
 from railforge.ztp.credentials import Credentials
 from railforge.ztp.macs import SwitchId, provisioned
@@ -31,7 +33,6 @@ TEMPLATES = jinja2.Environment(
 )
 TEMPLATES.filters["q"] = shlex.quote
 SECRET_MODE = 0o600
-CUMULUS_URL_OPTION = 239
 _FRR_ASN = re.compile(r"^router bgp (\d+)", re.MULTILINE)
 _FRR_GROUP = re.compile(r"^ neighbor (\S+) peer-group$", re.MULTILINE)
 
@@ -60,8 +61,15 @@ def url(server: str, rel: str) -> str:
     return f"{server.rstrip('/')}/{rel}"
 
 
+def _variant(dev: Device) -> ZtpVariant:
+    variant = nos.profile(dev.nos).ztp
+    if variant is None:
+        raise ZtpError(f"{dev.name} runs {dev.nos}, which has no zero-touch provisioning")
+    return variant
+
+
 def ztp_path(dev: Device) -> str:
-    return f"ztp/{dev.name}/{'ztp.json' if dev.nos == 'sonic' else 'cumulus-ztp.sh'}"
+    return f"ztp/{dev.name}/{_variant(dev).entry}"
 
 
 def _read(generated: Path, rel: str) -> str:
@@ -107,10 +115,13 @@ def cumulus_files(dev: Device, generated: Path, server: str, creds: Credentials)
     return [ZtpFile(f"ztp/{dev.name}/cumulus-ztp.sh", script, SECRET_MODE)]
 
 
+FILES = {"sonic": sonic_files, "cumulus": cumulus_files}
+
+
 def switch_files(plan: Plan, generated: Path, server: str, creds: Credentials) -> list[ZtpFile]:
     out: list[ZtpFile] = []
     for dev in provisioned(plan):
-        render = sonic_files if dev.nos == "sonic" else cumulus_files
+        render = FILES[_variant(dev).files]
         out += render(dev, generated, server, creds)
     return out
 
@@ -127,6 +138,16 @@ def subnet_id(network: str) -> int:
     return int(net.network_address) >> (32 - net.prefixlen)
 
 
+def _variants() -> list[ZtpVariant]:
+    return [v for n in nos.names() if (v := nos.profile(n).ztp) is not None]
+
+
+def _dhcp_option(variant: ZtpVariant, data: str) -> dict:
+    if variant.option_code is None:
+        return {"name": variant.option_name, "data": data}
+    return {"name": variant.option_name, "code": variant.option_code, "space": "dhcp4", "data": data}
+
+
 def kea_config(plan: Plan, ids: list[SwitchId], opts: DhcpOptions) -> str:
     devices = {d.name: d for d in provisioned(plan)}
     gateways = oob_gateways(plan)
@@ -136,9 +157,7 @@ def kea_config(plan: Plan, ids: list[SwitchId], opts: DhcpOptions) -> str:
         network = str(ip_interface(dev.mgmt_address).network)
         if network not in gateways:
             raise ZtpError(f"{dev.name}: management address {dev.mgmt_address} is on no OOB leaf subnet of the plan")
-        option = ({"name": "boot-file-name", "data": url(opts.server, ztp_path(dev))} if dev.nos == "sonic" else
-                  {"name": "cumulus-provision-url", "code": CUMULUS_URL_OPTION, "space": "dhcp4",
-                   "data": url(opts.server, ztp_path(dev))})
+        option = _dhcp_option(_variant(dev), url(opts.server, ztp_path(dev)))
         res: dict = {"hostname": dev.name, "ip-address": str(ip_interface(dev.mgmt_address).ip),
                      "option-data": [option]}
         if sid.mac:
@@ -162,8 +181,8 @@ def kea_config(plan: Plan, ids: list[SwitchId], opts: DhcpOptions) -> str:
         "lease-database": {"type": "memfile", "persist": True, "name": opts.lease_file},
         "valid-lifetime": 86400,
         "host-reservation-identifiers": ["hw-address", "client-id"],
-        "option-def": [{"name": "cumulus-provision-url", "code": CUMULUS_URL_OPTION, "type": "string",
-                        "space": "dhcp4"}],
+        "option-def": [{"name": v.option_name, "code": v.option_code, "type": "string", "space": "dhcp4"}
+                       for v in _variants() if v.option_code is not None],
         "subnet4": subnet4,
         "loggers": [{"name": "kea-dhcp4", "severity": "INFO", "output_options": [{"output": "stdout"}]}],
     }}
