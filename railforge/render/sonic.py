@@ -30,6 +30,7 @@ from pathlib import Path
 import jinja2
 import orjson
 
+from railforge import outdir
 from railforge.nos.sonic import PROFILE
 from railforge.nos.sonic_platform import Platform
 from railforge.output import Output
@@ -316,7 +317,7 @@ def render(plan: Plan, out: Output) -> None:
     fragments, shapes = QosFragments(), PortShapes()
     frr_template = TEMPLATES.get_template("frr.conf.j2")
     for sw in build_models(plan, nos=PROFILE.name, select=out.selects):
-        out.write_bytes(f"configs/{sw.hostname}/config_db.json",
+        out.write_bytes(outdir.config_file(sw.hostname, "config_db.json"),
                         orjson.dumps(config_db(sw, fragments, shapes), option=JSON_OPTIONS | orjson.OPT_APPEND_NEWLINE))
         if sw.asn is not None:
-            out.write_text(f"configs/{sw.hostname}/frr.conf", frr_conf(sw, frr_template))
+            out.write_text(outdir.config_file(sw.hostname, "frr.conf"), frr_conf(sw, frr_template))

@@ -21,7 +21,7 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from railforge import nos
+from railforge import nos, outdir
 from railforge.nos.profile import ZtpVariant
 from railforge.plan import Device, Plan
 from railforge.ztp.credentials import Credentials
@@ -69,7 +69,7 @@ def _variant(dev: Device) -> ZtpVariant:
 
 
 def ztp_path(dev: Device) -> str:
-    return f"ztp/{dev.name}/{_variant(dev).entry}"
+    return outdir.ztp_file(dev.name, _variant(dev).entry)
 
 
 def _read(generated: Path, rel: str) -> str:
@@ -81,21 +81,22 @@ def _read(generated: Path, rel: str) -> str:
 
 
 def sonic_files(dev: Device, generated: Path, server: str, creds: Credentials) -> list[ZtpFile]:
-    frr = _read(generated, f"configs/{dev.name}/frr.conf")
-    _read(generated, f"configs/{dev.name}/config_db.json")
+    frr_path, db_path = outdir.config_file(dev.name, "frr.conf"), outdir.config_file(dev.name, "config_db.json")
+    frr = _read(generated, frr_path)
+    _read(generated, db_path)
     asn = _FRR_ASN.search(frr)
     ztp = {"ztp": {
-        "01-download": {"files": [{"url": {"source": url(server, f"configs/{dev.name}/frr.conf"),
+        "01-download": {"files": [{"url": {"source": url(server, frr_path),
                                            "destination": "/etc/sonic/frr/frr.conf"}}]},
-        "02-configdb-json": {"url": {"source": url(server, f"configs/{dev.name}/config_db.json")},
+        "02-configdb-json": {"url": {"source": url(server, db_path)},
                              "clear-config": False, "save-config": True},
-        "03-railforge-finish": {"plugin": {"url": url(server, f"ztp/{dev.name}/sonic-finish.sh"),
+        "03-railforge-finish": {"plugin": {"url": url(server, outdir.ztp_file(dev.name, "sonic-finish.sh")),
                                            "ignore-section-data": True}},
     }}
     finish = TEMPLATES.get_template("sonic-finish.sh.j2").render(
         name=dev.name, creds=creds, asn=asn.group(1) if asn else dev.asn, peer_groups=_FRR_GROUP.findall(frr))
-    return [ZtpFile(f"ztp/{dev.name}/ztp.json", json.dumps(ztp, indent=2) + "\n"),
-            ZtpFile(f"ztp/{dev.name}/sonic-finish.sh", finish, SECRET_MODE)]
+    return [ZtpFile(ztp_path(dev), json.dumps(ztp, indent=2) + "\n"),
+            ZtpFile(outdir.ztp_file(dev.name, "sonic-finish.sh"), finish, SECRET_MODE)]
 
 
 def _nvue_peer_groups(startup: str) -> list[str]:
@@ -108,11 +109,12 @@ def _nvue_peer_groups(startup: str) -> list[str]:
 
 
 def cumulus_files(dev: Device, generated: Path, server: str, creds: Credentials) -> list[ZtpFile]:
-    startup = _read(generated, f"configs/{dev.name}/startup.yaml")
+    startup_path = outdir.config_file(dev.name, "startup.yaml")
+    startup = _read(generated, startup_path)
     script = TEMPLATES.get_template("cumulus-ztp.sh.j2").render(
-        name=dev.name, creds=creds, startup_url=url(server, f"configs/{dev.name}/startup.yaml"),
+        name=dev.name, creds=creds, startup_url=url(server, startup_path),
         peer_groups=_nvue_peer_groups(startup))
-    return [ZtpFile(f"ztp/{dev.name}/cumulus-ztp.sh", script, SECRET_MODE)]
+    return [ZtpFile(ztp_path(dev), script, SECRET_MODE)]
 
 
 FILES = {"sonic": sonic_files, "cumulus": cumulus_files}

@@ -40,3 +40,14 @@ def test_the_parser_sees_every_form():
            "def f():\n    from railforge.hardware.catalog import builtin_catalog\n")
     assert {"railforge.planner", "railforge.planner.ports", "railforge.hardware.catalog"} <= set(_bad(imported(src)))
     assert _bad(imported("from railforge.plan import Plan\nfrom railforge import nos\n")) == []
+
+
+def test_no_family_registry_imports_a_day2_tool():
+    registry = imported((PACKAGE / "render" / "__init__.py").read_text(encoding="utf-8"))
+    assert [n for n in registry if n.split(".")[:2] in (["railforge", t] for t in CONSUMERS[1:])] == []
+    assert not any(n.startswith("railforge.ztp") for n in registry)
+
+
+def test_ztp_does_not_borrow_from_verify():
+    for path in (PACKAGE / "ztp").rglob("*.py"):
+        assert not [n for n in imported(path.read_text(encoding="utf-8")) if n.startswith("railforge.verify")], path
