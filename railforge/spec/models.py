@@ -7,7 +7,16 @@ from fractions import Fraction
 from typing import Annotated, Literal
 
 import netaddr
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from railforge import nos as nos_registry
 
@@ -110,7 +119,9 @@ def check_mac(value: str) -> str:
     return value
 
 
-Speed = Annotated[int, BeforeValidator(parse_speed)]
+Speed = Annotated[int, BeforeValidator(parse_speed), WithJsonSchema(
+    {"type": "string", "pattern": r"^\s*\d{1,7}\s*[GgMm]\s*$",
+     "description": "link speed with its unit: '400G', '100M'"})]
 ModelName = Annotated[str, BeforeValidator(check_model)]
 DeviceName = Annotated[str, AfterValidator(check_device_name)]
 Label = Annotated[str, AfterValidator(check_label)]
@@ -118,7 +129,9 @@ Text = Annotated[str, AfterValidator(check_text)]
 PciAddress = Annotated[str, AfterValidator(check_pci)]
 MacAddress = Annotated[str, AfterValidator(check_mac)]
 Metres = Annotated[float, Field(gt=0, le=100_000)]
-Ratio = Annotated[Fraction, BeforeValidator(parse_ratio)]
+Ratio = Annotated[Fraction, BeforeValidator(parse_ratio), WithJsonSchema(
+    {"type": "string", "pattern": r"^\s*\d{1,4}(\.\d{1,3})?\s*:\s*\d{1,4}(\.\d{1,3})?\s*$",
+     "description": "down:up ratio from '1:1' to '64:1'"})]
 Prefix = Annotated[str, BeforeValidator(parse_prefix)]
 
 
