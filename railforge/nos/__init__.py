@@ -1,7 +1,9 @@
 """What railforge knows about each switch operating system: one profile module per OS, looked up by name.
 
 The OOB switches run the same Ethernet OSes as the fabric (`fabrics` says where each may be used).
-Registration order is the order the spec's error messages list the names in.
+Registration order is the order the spec's error messages list the names in. `nos.profile` is the lookup
+function below: defined after the submodule `nos.profile` is imported, it takes the package attribute's name
+(import the dataclass as `from railforge.nos.profile import NosProfile`).
 """
 
 from __future__ import annotations
