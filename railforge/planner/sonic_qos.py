@@ -17,8 +17,7 @@ def check_lossless_priority(ctx: BuildContext, spec: ClusterSpec, fabric: str) -
     if fabric != "roce":
         return
     wanted = spec.qos.lossless_priority
-    for hwsku in sorted({d.sonic_hwsku for d in ctx.devices
-                         if d.fabric == "compute" and d.nos == "sonic" and d.sonic_hwsku}):
+    for hwsku in sorted({d.sonic_hwsku for d in ctx.devices if d.fabric == "compute" and d.sonic_hwsku}):
         sku = load_buffers(hwsku)
         kept = set.intersection(*(sku.lossless_priorities(t) for t in sorted(sku.buffers) if sku.renders(t)))
         if wanted not in kept:
