@@ -23,10 +23,10 @@ from railforge.change.guard import Refused, check_growth
 from railforge.entry import KeepUntilExit
 from railforge.lab.cli import lab_app
 from railforge.output import Output, OutputError, UnsafePath, describe
-from railforge.parallel import render_parallel
+from railforge.parallel import jobs_for, render_parallel
 from railforge.plan import Plan
 from railforge.planner import build_plan
-from railforge.progress import StageClock, progress_for
+from railforge.progress import StageClock, progress_for, status
 from railforge.render import families
 from railforge.spec import load_spec
 from railforge.spec.errors import SpecError, SpecErrors
@@ -174,7 +174,7 @@ def build(
     gc.disable()
     keep_freed_memory()
     clock = StageClock()
-    with clock.stage("spec-to-plan"):
+    with clock.stage("spec-to-plan"), status(f"planning {spec}"):
         plan = load_plan(spec)
     fams = families()
     if only:
@@ -210,8 +210,8 @@ def build(
     output.replace_dirs = [d for f in fams for d in f.owns]
     try:
         if jobs > 1 and len(plan.devices) >= PARALLEL_MIN_DEVICES:
-            with clock.stage("render"):
-                clock.stages.update(render_parallel(plan, fams, output, jobs))
+            with clock.stage("render"), progress_for(len(jobs_for(fams, jobs))) as advance:
+                clock.stages.update(render_parallel(plan, fams, output, jobs, on_done=advance))
         else:
             with progress_for(fams) as advance:
                 for fam in fams:
