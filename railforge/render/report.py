@@ -160,10 +160,14 @@ def report_markdown(plan: Plan) -> str:
             f"Optical modules: {bom.optical_modules} ({bom.transceivers} transceivers + 2 ends of each of "
             f"{bom.aoc_cables} AOCs) at an MTBF of {rel.optics_mtbf_hours:,.0f} h: one fails every "
             f"{_fmt_hours(interval)}; about {per_month:.1f} per month.", ""]
-    sizes = sorted({*rel.job_gpus, c.gpus})
+    sizes = sorted({*(n for n in rel.job_gpus if n <= c.gpus), c.gpus})
+    too_big = sorted(n for n in set(rel.job_gpus) if n > c.gpus)
     out += _table(("job GPUs", "per-GPU monthly availability", "P(interrupted within a month)"),
                   [(n, f"{rel.gpu_monthly_availability:.4%}",
                     f"{job_interruption_probability(n, rel.gpu_monthly_availability):.1%}") for n in sizes])
+    if too_big:
+        out += ["", f"Left out: job sizes larger than this cluster's {c.gpus:,} GPUs "
+                    f"({', '.join(f'{n:,}' for n in too_big)}; `reliability.job_gpus`)."]
     out += ["", "Assumes independent failures; plan checkpoints accordingly."]
 
     out += ["", "## Address and ASN headroom", ""]

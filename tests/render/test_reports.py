@@ -252,3 +252,15 @@ def test_report_tells_design_ports_from_cabled_ones(tmp_path):
     assert "| compute | spine | 2 | 16 | 8 | 0 | 6400 | 0 | top |" in proc.stdout
     assert "Down ports (design) are what each switch of a tier is laid out for at scalable_units.max (4 SUs" in \
         " ".join(proc.stdout.split())
+
+
+def test_report_shows_no_job_larger_than_the_cluster(tmp_path):
+    """The default job_gpus [1000] on a 256-GPU cluster: the table holds only jobs that fit, and says what it left
+    out (it once showed a 1,000-GPU job on a 512-GPU cluster)."""
+    out = tmp_path / "out"
+    run_cli("build", "inventory/minimal/cluster.yaml", "--out", str(out), "--only", "report")
+    text = (out / "report.md").read_text()
+    table = text.split("P(interrupted within a month)", 1)[1].split("\n\n", 1)[0]
+    sizes = [int(line.split("|")[1]) for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    assert sizes == [256]
+    assert "Left out: job sizes larger than this cluster's 256 GPUs (1,000; `reliability.job_gpus`)." in text
