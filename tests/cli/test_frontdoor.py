@@ -93,3 +93,8 @@ def test_validate_and_build_say_what_max_is_and_what_growing_past_it_costs(tmp_p
     assert says in shown and "--allow-renumber" in shown
     build = rf("build", str(spec), "--out", str(tmp_path / "out"))
     assert says in " ".join(build.stderr.split())
+
+
+def test_lab_lldp_help_says_how_verify_reads_its_files():
+    help_text = " ".join(rf("lab", "lldp", "--help").stdout.replace("│", " ").split())
+    assert "railforge verify cabling CLUSTER --lldp FOLDER --partial --no-speed" in help_text
