@@ -98,3 +98,17 @@ def test_validate_and_build_say_what_max_is_and_what_growing_past_it_costs(tmp_p
 def test_lab_lldp_help_says_how_verify_reads_its_files():
     help_text = " ".join(rf("lab", "lldp", "--help").stdout.replace("│", " ").split())
     assert "railforge verify cabling CLUSTER --lldp FOLDER --partial --no-speed" in help_text
+
+
+def test_ztp_hint_names_a_mac_file_that_exists(tmp_path):
+    cluster = tmp_path / "c1"
+    cluster.mkdir()
+    (cluster / "cluster.yaml").write_text((ROOT / "tests" / "specs" / "tiny-roce.yaml").read_text())
+    assert rf("build", str(cluster / "cluster.yaml"), "--only", "plan,ztp,sonic").returncode == 0
+    proc = rf("ztp", str(cluster), "--server", "http://10.250.0.5/")
+    assert proc.returncode == 0, proc.stderr
+    note = " ".join(proc.stderr.split())
+    named = re.findall(r"(/\S+switch-macs\.csv)", note)
+    assert named, note
+    assert Path(named[0]).is_file(), f"the hint's first file does not exist: {named[0]}"
+    assert "--macs FILE" in note
