@@ -31,6 +31,7 @@ from railforge.planner import build_plan
 from railforge.progress import StageClock, progress_for, status
 from railforge.render import families
 from railforge.spec import load_spec
+from railforge.spec.advice import spec_warnings
 from railforge.spec.errors import SpecError, SpecErrors
 from railforge.verify.cli import verify_app
 from railforge.ztp.cli import ztp
@@ -94,6 +95,8 @@ def say_error(message: str) -> None:
 def load_plan(spec_path: Path) -> Plan:
     try:
         spec, lines = load_spec(spec_path)
+        for w in spec_warnings(spec, lines, str(spec_path)):
+            err.print(Text.assemble(("warning", "yellow"), " ", w.render()))
         return build_plan(spec, lines, str(spec_path))
     except SpecErrors as exc:
         for e in exc.errors:

@@ -62,4 +62,4 @@ def test_quiet_off_a_terminal(tmp_path):
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "rendered" not in proc.stderr and "planning" not in proc.stderr
-    assert proc.stderr.startswith("wrote ")
+    assert "\nwrote " in "\n" + proc.stderr
