@@ -181,6 +181,9 @@ class MediaRule(Strict):
     """True when the part is a transceiver ordered per cable end (fibre between them), false for a cable."""
     fibre: Label | None = None
     """Patch cord between the two transceivers, e.g. 'OM4 MPO-12'."""
+    twin_part: ModelName | None = None
+    """Twin-port module (NVIDIA's twin-port OSFP, e.g. MMA4Z00-NS) that serves every port of one split switch
+    cage: at a switch end on a split cage the BOM orders one per cage instead of `part` per port."""
 
     def fitting(self, length_m: float) -> tuple[float, str | None]:
         """(length to order, part number): the shortest part of `parts` that reaches `length_m`, else `part`."""
