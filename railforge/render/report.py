@@ -10,6 +10,7 @@ from railforge.output import Output
 from railforge.plan import Plan, TierSummary
 from railforge.render.bom import bill_of_materials
 from railforge.render.elevations import elevation_file
+from railforge.render.rails_svg import rails_file
 from railforge.render.tables import ROLE_ORDER, address_table
 
 HOURS_PER_MONTH = 730.0
@@ -177,6 +178,10 @@ def report_markdown(plan: Plan) -> str:
     rows = sorted({r.row for r in plan.racks})
     out += ["", "## Drawings", "", "Fabric by tier: [fabric.svg](fabric.svg). Rack elevations (every device at its "
             "U): " + ", ".join(f"[row {r}]({elevation_file(r)})" for r in rows) + "."]
+    sus = sorted({d.su for d in plan.devices if d.rails and d.su is not None})
+    if sus:
+        out += ["", "Rail view (which NIC of which node goes to which leaf port): "
+                + ", ".join(f"[SU {s}]({rails_file(s)})" for s in sus) + "."]
     out.append("")
     return "\n".join(out)
 
