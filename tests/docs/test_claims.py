@@ -33,3 +33,11 @@ def test_a_fifth_dgx_su_validates_with_32_spines_as_the_docs_say(tmp_path):
     doc = " ".join((ROOT / "docs" / "tools" / "change.md").read_text().split())
     assert "a 5th SU is not an error: it validates with 32 spines" in doc
     assert "a 5th SU is a spec error" not in doc
+
+
+def test_bundled_specs_carry_the_editor_schema_line():
+    """`# yaml-language-server: $schema=...` on the first line: editors with the YAML language server complete and
+    check cluster.yaml against the published schema (docs/schemas/cluster.schema.json, generated from the models)."""
+    for spec in sorted((ROOT / "inventory").glob("*/cluster.yaml")):
+        first = spec.read_text().splitlines()[0]
+        assert first == "# yaml-language-server: $schema=../../docs/schemas/cluster.schema.json", spec
