@@ -9,6 +9,7 @@ InterfaceImportForm, CableImportForm; netbox/ipam/forms/bulk_import.py: IPAddres
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from railforge.hardware.catalog import builtin_catalog
 from railforge.output import Output
@@ -65,15 +66,24 @@ def _writer(out: Output, name: str, columns: tuple[str, ...]) -> RowWriter:
     return w
 
 
-def _vendor(model: str, catalog) -> tuple[str, int]:
-    sw = catalog.switches.get(model)
-    if sw is None:
-        return GENERIC_VENDOR, 1
-    return (sw.vendor or GENERIC_VENDOR), sw.height_u
+@dataclass(frozen=True, slots=True)
+class DeviceType:
+    manufacturer: str
+    height_u: int
+
+
+def device_types(plan: Plan) -> dict[str, DeviceType]:
+    """Each model the plan uses, with the height the plan racks it at (the catalog's vendor where it names one)."""
+    catalog = builtin_catalog()
+    types: dict[str, DeviceType] = {}
+    for d in plan.devices:
+        if d.model not in types:
+            sw = catalog.switches.get(d.model)
+            types[d.model] = DeviceType((sw.vendor if sw else None) or GENERIC_VENDOR, d.height_u)
+    return types
 
 
 def render(plan: Plan, out: Output) -> None:
-    catalog = builtin_catalog()
     site = plan.cluster.name
     ib = plan.cluster.fabric == "infiniband"
     fabric_of = {link.id: link.fabric for link in plan.links}
@@ -83,12 +93,9 @@ def render(plan: Plan, out: Output) -> None:
                                              f"{plan.cluster.tiers}-tier {plan.cluster.mode}"))
     w.close()
 
-    types: dict[str, tuple[str, int]] = {}
-    for d in plan.devices:
-        if d.model not in types:
-            types[d.model] = _vendor(d.model, catalog)
+    types = device_types(plan)
     w = _writer(out, FILES[1], ("name", "slug"))
-    for vendor in sorted({v for v, _ in types.values()}):
+    for vendor in sorted({t.manufacturer for t in types.values()}):
         w.writerow((vendor, slug(vendor)))
     w.close()
 
@@ -98,8 +105,8 @@ def render(plan: Plan, out: Output) -> None:
     w.close()
 
     w = _writer(out, FILES[3], ("manufacturer", "model", "slug", "u_height", "is_full_depth"))
-    for model, (vendor, height) in sorted(types.items()):
-        w.writerow((vendor, model, slug(model), height, "true"))
+    for model, dt in sorted(types.items()):
+        w.writerow((dt.manufacturer, model, slug(model), dt.height_u, "true"))
     w.close()
 
     w = _writer(out, FILES[4], ("site", "name", "status", "width", "u_height", "description"))
@@ -110,7 +117,7 @@ def render(plan: Plan, out: Output) -> None:
     w = _writer(out, FILES[5], ("name", "role", "manufacturer", "device_type", "status", "site", "rack",
                                     "position", "face", "description"))
     for d in plan.devices:
-        w.writerow((d.name, d.role, types[d.model][0], d.model, "planned", site, d.rack, d.u, "front",
+        w.writerow((d.name, d.role, types[d.model].manufacturer, d.model, "planned", site, d.rack, d.u, "front",
                     _describe(d)))
     w.close()
 
