@@ -49,7 +49,10 @@ def _token(token_file: Path | None) -> str:
 
 
 def _url(url: str) -> str:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise SotError(f"--netbox {url!r}: expected an http:// or https:// URL") from None
     if parts.scheme not in ("http", "https") or not parts.hostname or any(ch.isspace() or ord(ch) < 32
                                                                           for ch in url):
         raise SotError(f"--netbox {url!r}: expected an http:// or https:// URL without spaces")

@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +81,7 @@ class NetBoxServer:
     url: str
     token: str
     work: Path
+    pg: Path
     pids: list[int]
     venv: Path
     env: dict
@@ -92,8 +94,9 @@ class NetBoxServer:
         for pid in reversed(self.pids):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
-        subprocess.run(["su", "postgres", "-c", f"{PG_BIN}/pg_ctl -D {self.work}/pg -m immediate stop"],
+        subprocess.run(["su", "postgres", "-c", f"{PG_BIN}/pg_ctl -D {self.pg}/data -m immediate stop"],
                        capture_output=True)
+        shutil.rmtree(self.pg, ignore_errors=True)
         for pid in self.pids:
             for _ in range(50):
                 try:
@@ -119,14 +122,15 @@ def start(work: Path) -> NetBoxServer:
     """PostgreSQL, Redis and NetBox in `work`, on free loopback ports; the database restored from the cache."""
     venv = netbox_venv()
     work.mkdir(parents=True, exist_ok=True)
-    shutil.chown(work, "postgres")
+    pg = Path(tempfile.mkdtemp(prefix="railforge-pg-"))  # pytest's folders are private to root: PostgreSQL's own
+    shutil.chown(pg, "postgres")
     pg_port, redis_port, http_port = free_port(), free_port(), free_port()
     pids: list[int] = []
-    subprocess.run(["su", "postgres", "-c", f"{PG_BIN}/initdb -D {work}/pg -A trust -U postgres"], check=True,
+    subprocess.run(["su", "postgres", "-c", f"{PG_BIN}/initdb -D {pg}/data -A trust -U postgres"], check=True,
                    capture_output=True)
-    opts = (f"-k {work} -p {pg_port} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
+    opts = (f"-k {pg} -p {pg_port} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
             f"-c full_page_writes=off")
-    subprocess.run(["su", "postgres", "-c", f"{PG_BIN}/pg_ctl -D {work}/pg -o '{opts}' -l {work}/pg.log -w start"],
+    subprocess.run(["su", "postgres", "-c", f"{PG_BIN}/pg_ctl -D {pg}/data -o '{opts}' -l {pg}/pg.log -w start"],
                    check=True, capture_output=True)
     redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
                               "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -138,7 +142,7 @@ def start(work: Path) -> NetBoxServer:
     env = {**os.environ, "NETBOX_ROOT": str(root), "DJANGO_SUPERUSER_PASSWORD": PASSWORD,
            "DJANGO_SUPERUSER_USERNAME": ADMIN, "DJANGO_SUPERUSER_EMAIL": "railforge@localhost"}
     env.pop("PYTHONPATH", None)
-    server = NetBoxServer(f"http://127.0.0.1:{http_port}", "", work, pids, venv, env)
+    server = NetBoxServer(f"http://127.0.0.1:{http_port}", "", work, pg, pids, venv, env)
     psql = ["psql", "-h", "127.0.0.1", "-p", str(pg_port), "-U", "postgres", "-q"]
     subprocess.run([*psql, "-c", "create database netbox"], check=True, capture_output=True)
     dump = CACHE / f"netbox-{NETBOX_VERSION}-migrated.sql"

@@ -161,7 +161,7 @@ def test_bad_token_url_and_foreign_objects(netbox, token_file, plans, tmp_path):
     assert proc.returncode == 2 and "expected an http" in proc.stderr
     assert netbox.token not in proc.stdout + proc.stderr
     foreign = yaml.safe_load(SPEC.read_text())
-    foreign["cluster"]["name"] = "someone-else"
+    foreign["name"] = "someone-else"
     other = build(tmp_path, yaml.safe_dump(foreign), "other")
     nb = api(netbox)
     nb.dcim.sites.create(name="someone-else", slug="someone-else", status="active")
