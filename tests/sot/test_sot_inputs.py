@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from railforge.sot.cli import _token, _url
-from railforge.sot.netbox import SotError
+from railforge.sot.sync import SotError
 
 
 @settings(max_examples=500, deadline=None)
