@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.helpers import netbox_server  # noqa: E402
+from tests.helpers import sot_servers  # noqa: E402
 
 DEFAULT = ("roce-a800-4nic", "dgx-h100-4su")
 
@@ -42,7 +42,7 @@ def timed_push(server, folder: Path, token: Path) -> tuple[float, int]:
 def main(clusters: list[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="rf-bench-sot-") as tmp:
         work = Path(tmp)
-        server = netbox_server.start(work / "netbox")
+        server = sot_servers.start_netbox(work / "netbox")
         try:
             token = work / "token"
             token.write_text(server.token)

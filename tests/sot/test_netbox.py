@@ -20,9 +20,9 @@ SPEC = ROOT / "tests" / "specs" / "tiny-roce.yaml"
 @pytest.fixture(scope="module")
 def netbox(tmp_path_factory):
     require_tool("root", "psql", "pg_dump", "redis-server")
-    from tests.helpers import netbox_server
+    from tests.helpers import sot_servers
 
-    server = netbox_server.start(tmp_path_factory.mktemp("netbox"))
+    server = sot_servers.start_netbox(tmp_path_factory.mktemp("netbox"))
     yield server
     server.stop()
 
@@ -183,7 +183,7 @@ def _import_csv(session: requests.Session, url: str, path: str, text: str) -> li
 
 
 def test_csv_import_files_load_with_zero_errors(netbox, tmp_path):
-    from tests.helpers.netbox_server import ADMIN, PASSWORD
+    from tests.helpers.sot_servers import ADMIN, PASSWORD
 
     out = build(tmp_path, (ROOT / "inventory" / "roce-a800-4nic" / "cluster.yaml").read_text(), "a800")
     session = requests.Session()
