@@ -15,8 +15,12 @@ from railforge.render.netbox import slug
 from railforge.sot.desired import Desired
 from railforge.sot.sync import Client, PushResult, SotError, State, device_differs, planned_ends
 
-CONTENT_TYPES = ["dcim.location", "dcim.manufacturer", "dcim.devicetype", "dcim.rack", "dcim.device",
-                 "dcim.interface", "dcim.cable", "ipam.prefix", "ipam.ipaddress", "ipam.vlan", "extras.role"]
+CONTENT_TYPES = ["dcim.location", "dcim.devicetype", "dcim.rack", "dcim.device", "dcim.interface", "dcim.cable",
+                 "ipam.prefix", "ipam.ipaddress", "ipam.vlan"]
+TAGGABLE = {"locations", "device-types", "racks", "devices", "interfaces", "cables", "prefixes", "ip-addresses",
+            "vlans"}
+"""Endpoints whose objects carry tags; manufacturers, roles, location types and IP-to-interface links do not, and
+are matched by name (or by the tagged objects they join) instead."""
 
 
 def _id(ref) -> str | None:
@@ -64,9 +68,14 @@ class Nautobot(Client):
         self.namespace = self.api.ipam.namespaces.get(name="Global").id
 
     def _create(self, endpoint, cls: str, payloads: list[dict], result: PushResult) -> list:
+        taggable = endpoint.name.replace("_", "-") in TAGGABLE
         for p in payloads:
-            p.setdefault("tags", [self.tag_id])
-        return super()._create(endpoint, cls, payloads, result)
+            p.setdefault("tags", [self.tag_id] if taggable else [])
+        made = super()._create(endpoint, cls, payloads, result)
+        untagged = [{"id": r.id, "tags": [self.tag_id]} for r in made if taggable and not r.tags]
+        if untagged:  # Nautobot 3.2 drops `tags` when it creates cables: tag them in the same push
+            self._update(endpoint, cls, untagged, PushResult())
+        return made
 
     def read_state(self, want: Desired) -> State:
         api = self.api
@@ -101,9 +110,13 @@ class Nautobot(Client):
         st.cable_ends = ends
         st.prefixes = {r.prefix: r for r in self._all(api.ipam.prefixes, tags=self.tag)}
         st.vlans = {r.vid: r for r in self._all(api.ipam.vlans, tags=self.tag)}
+        st.asns = dict.fromkeys(want.asns)  # no ASN model in Nautobot's core: nothing to push or compare
         addresses = {r.id: r for r in self._all(api.ipam.ip_addresses, tags=self.tag)}
         self.address_ids = {str(r.address): r.id for r in addresses.values()}
-        for link in self._all(api.ipam.ip_address_to_interface, tags=self.tag):
+        ids = sorted(addresses)
+        links = [x for i in range(0, len(ids), 100)
+                 for x in self._all(api.ipam.ip_address_to_interface, ip_address=ids[i:i + 100])]
+        for link in links:
             ip = addresses.get(_id(link.ip_address))
             key = iface_key.get(_id(link.interface))
             if ip is not None and key is not None:
