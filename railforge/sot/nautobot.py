@@ -72,9 +72,9 @@ class Nautobot(Client):
         for p in payloads:
             p.setdefault("tags", [self.tag_id] if taggable else [])
         made = super()._create(endpoint, cls, payloads, result)
-        untagged = [{"id": r.id, "tags": [self.tag_id]} for r in made if taggable and not r.tags]
-        if untagged:  # Nautobot 3.2 drops `tags` when it creates cables: tag them in the same push
-            self._update(endpoint, cls, untagged, PushResult())
+        if endpoint.name == "cables" and made:  # Nautobot 3.2 drops `tags` when it creates cables (its answer still
+            # shows them): tag them in the same push
+            self._update(endpoint, cls, [{"id": r.id, "tags": [self.tag_id]} for r in made], PushResult())
         return made
 
     def read_state(self, want: Desired) -> State:
