@@ -4,14 +4,14 @@ Columns follow the bulk-import forms of NetBox v4.4 (netbox/dcim/forms/bulk_impo
 ManufacturerImportForm, DeviceRoleImportForm, DeviceTypeImportForm, RackImportForm, DeviceImportForm,
 InterfaceImportForm, CableImportForm; netbox/ipam/forms/bulk_import.py: IPAddressImportForm). Choice values
 (interface and cable types, statuses) are NetBox's slugs; interface speed is in kb/s as NetBox stores it.
+Device types (manufacturer, U height) come from the plan's `device_types`, so a model from the spec's own
+catalog or a server model gets its real height.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-from railforge.hardware.catalog import builtin_catalog
 from railforge.output import Output
 from railforge.plan import SWITCH_ROLES, Device, Plan
 from railforge.render.csvrows import RowWriter
@@ -66,20 +66,11 @@ def _writer(out: Output, name: str, columns: tuple[str, ...]) -> RowWriter:
     return w
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceType:
-    manufacturer: str
-    height_u: int
-
-
-def device_types(plan: Plan) -> dict[str, DeviceType]:
-    """Each model the plan uses, with the height the plan racks it at (the catalog's vendor where it names one)."""
-    catalog = builtin_catalog()
-    types: dict[str, DeviceType] = {}
+def device_types(plan: Plan) -> dict[str, tuple[str, int]]:
+    """(manufacturer, U height) of every model the plan racks, from the plan's `device_types`."""
+    types = {t.model: (t.manufacturer or GENERIC_VENDOR, t.height_u) for t in plan.device_types}
     for d in plan.devices:
-        if d.model not in types:
-            sw = catalog.switches.get(d.model)
-            types[d.model] = DeviceType((sw.vendor if sw else None) or GENERIC_VENDOR, d.height_u)
+        types.setdefault(d.model, (GENERIC_VENDOR, d.height_u))
     return types
 
 
@@ -95,7 +86,7 @@ def render(plan: Plan, out: Output) -> None:
 
     types = device_types(plan)
     w = _writer(out, FILES[1], ("name", "slug"))
-    for vendor in sorted({t.manufacturer for t in types.values()}):
+    for vendor in sorted({v for v, _ in types.values()}):
         w.writerow((vendor, slug(vendor)))
     w.close()
 
@@ -105,8 +96,8 @@ def render(plan: Plan, out: Output) -> None:
     w.close()
 
     w = _writer(out, FILES[3], ("manufacturer", "model", "slug", "u_height", "is_full_depth"))
-    for model, dt in sorted(types.items()):
-        w.writerow((dt.manufacturer, model, slug(model), dt.height_u, "true"))
+    for model, (vendor, height) in sorted(types.items()):
+        w.writerow((vendor, model, slug(model), height, "true"))
     w.close()
 
     w = _writer(out, FILES[4], ("site", "name", "status", "width", "u_height", "description"))
@@ -117,7 +108,7 @@ def render(plan: Plan, out: Output) -> None:
     w = _writer(out, FILES[5], ("name", "role", "manufacturer", "device_type", "status", "site", "rack",
                                     "position", "face", "description"))
     for d in plan.devices:
-        w.writerow((d.name, d.role, types[d.model].manufacturer, d.model, "planned", site, d.rack, d.u, "front",
+        w.writerow((d.name, d.role, types[d.model][0], d.model, "planned", site, d.rack, d.u, "front",
                     _describe(d)))
     w.close()
 

@@ -126,9 +126,9 @@ def desired(plan: Plan) -> Desired:
     c = plan.cluster
     want = Desired(plan.cluster.name, f"{c.gpus} GPUs, {c.fabric} {c.tiers}-tier {c.mode}")
     types = device_types(plan)
-    want.manufacturers = sorted({t.manufacturer for t in types.values()})
+    want.manufacturers = sorted({vendor for vendor, _ in types.values()})
     want.roles = {role: ROLE_COLOURS.get(role, "9e9e9e") for role in sorted({d.role for d in plan.devices})}
-    want.device_types = [DeviceType(t.manufacturer, model, t.height_u) for model, t in sorted(types.items())]
+    want.device_types = [DeviceType(vendor, model, height) for model, (vendor, height) in sorted(types.items())]
     want.racks = [Rack(r.name, r.height_u, f"{r.kind} rack, row {r.row} position {r.position}") for r in plan.racks]
     ib = c.fabric == "infiniband"
     fabric_of = {link.id: link.fabric for link in plan.links}
