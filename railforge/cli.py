@@ -31,6 +31,7 @@ from railforge.plan import Plan
 from railforge.planner import build_plan
 from railforge.progress import StageClock, progress_for, status
 from railforge.render import families
+from railforge.sot.cli import sot_app
 from railforge.spec import load_spec
 from railforge.spec.advice import spec_warnings
 from railforge.spec.errors import SpecError, SpecErrors
@@ -40,6 +41,7 @@ from railforge.ztp.cli import ztp
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
 app.add_typer(lab_app, name="lab")
 app.add_typer(verify_app, name="verify")
+app.add_typer(sot_app, name="sot")
 app.command(name="ztp")(ztp)
 app.command()(diff)
 err = Console(stderr=True, soft_wrap=True, emoji=False, highlight=False)
