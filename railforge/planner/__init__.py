@@ -12,6 +12,7 @@ from railforge.plan import ClusterSummary, DeviceType, NodeTopology, Plan, Qos, 
 from railforge.planner import compute, layout, oob, storage
 from railforge.planner.checks import check_plan
 from railforge.planner.context import BuildContext
+from railforge.planner.sonic_qos import check_lossless_priority
 from railforge.spec.loader import LineMap
 from railforge.spec.models import ClusterSpec
 
@@ -103,6 +104,7 @@ def _build(ctx: BuildContext) -> Plan:
                                         _spine_group(cd, dev.su), "rail-plane" if cd.mode == "rail-plane" else None)
         elif (profile := nos.find(dev.nos)) is not None and profile.platform_ref is not None:
             dev.sonic_platform, dev.sonic_hwsku = profile.platform_ref(dev.model, ctx.catalog.switches[dev.model])
+    check_lossless_priority(ctx, spec, cd.fabric)
 
     counts = _counts(ctx)
     summaries = (compute.tier_summaries(cd, counts.get("leaf", 0), counts.get("spine", 0),

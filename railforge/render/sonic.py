@@ -5,12 +5,18 @@ config_db.json is meant to be merged onto the switch's factory configuration (`c
 PORT names, lanes, index and alias and the BREAKOUT_CFG mode names are the platform's own
 (`platform.json` of the plan's `sonic_platform`, see railforge/nos/sonic_platform.py); every port
 of every cage is written, unused ones admin down.
-Buffers use SONiC's dynamic buffer model: lossless priority groups are declared with profile
-"NULL" so buffermgrd sizes their headroom from port speed and the planned cable length
-(CABLE_LENGTH); lossy PGs and queues name the platform's default profiles (`ingress_lossy_profile`,
-`egress_lossy_profile`, `egress_lossless_profile`). Pool and profile sizes are ASIC-specific and
-come from the platform's buffer templates (`config qos reload`), which is why BUFFER_POOL and
-BUFFER_PROFILE are not written here; the tests validate the file merged with those names.
+Buffers follow what SONiC's own templates for the switch's SKU write at `config qos reload`
+(railforge/nos/sonic_buffers.py: rendered once with sonic-cfggen): DEVICE_METADATA.type is one
+whose buffers_defaults_<t>.j2 the SKU ships (a super-spine on a SKU without t2 runs the t1 defaults
+as LeafRouter), buffer_model is the one the reload selects (dynamic on Mellanox SKUs, traditional on
+the Tomahawk-5 SKU), and BUFFER_PG/BUFFER_QUEUE carry exactly the templates' keys and profiles for
+every used port (`|0`, `|3-4`, `|0-2`, `|5-6`), so `config load` after a reload overwrites them
+instead of adding overlapping per-priority keys. In the dynamic model the lossless PG's profile is
+"NULL" (buffermgrd sizes headroom from speed and CABLE_LENGTH); in the traditional one buffermgrd
+writes the lossless PG from `pfc_enable` and pg_profile_lookup.ini, so CABLE_LENGTH is rounded up to
+a length that file lists and `pfc_enable` is the templates' own set (see `_pfc_enable`). Pool and
+profile sizes are the platform's, which is why BUFFER_POOL and BUFFER_PROFILE are not written here;
+the tests validate the file merged with the real defaults.
 
 Routing is FRR in `docker_routing_config_mode: split-unified`: SONiC renders no routing config
 and FRR reads the one frr.conf written here (plain `split` would expect bgpd.conf/zebra.conf).
@@ -22,7 +28,6 @@ else that runs it (the lab) applies the same addresses from the plan.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import astuple
 from pathlib import Path
@@ -32,6 +37,7 @@ import orjson
 
 from railforge import outdir
 from railforge.nos.sonic import PROFILE
+from railforge.nos.sonic_buffers import BufferDataError, BufferTemplateMissing, SkuBuffers, known_skus, load_buffers
 from railforge.nos.sonic_platform import Platform
 from railforge.output import Output
 from railforge.plan import Plan, Qos
@@ -55,11 +61,34 @@ TEMPLATES = jinja2.Environment(
 
 
 def device_type(sw: SwitchConfig) -> str:
+    """The planned role's SONiC type (see `_buffers` and SkuBuffers.device_type for the one a SKU can run)."""
     return DEVICE_TYPES[(sw.fabric, sw.tier)]
 
 
 class PlatformMismatch(ValueError):
     pass
+
+
+class BufferMismatch(ValueError):
+    """The plan asks for something the SKU's own buffer templates cannot give (a type, a lossless priority)."""
+
+
+def _buffers(sw: SwitchConfig) -> SkuBuffers:
+    _platform(sw)
+    try:
+        return load_buffers(sw.sonic_hwsku)
+    except BufferDataError as exc:
+        raise BufferMismatch(f"{sw.hostname}: {exc}") from None
+
+
+def _sonic_type(planned: str, hwsku: str | None, hostname: str) -> str:
+    """`planned`, or the type the SKU's buffer templates run for it (SkuBuffers.device_type)."""
+    if hwsku is None or hwsku not in known_skus():
+        return planned
+    try:
+        return load_buffers(hwsku).device_type(planned)
+    except BufferTemplateMissing as exc:
+        raise BufferMismatch(f"{hostname}: {exc}") from None
 
 
 def _platform(sw: SwitchConfig) -> Platform:
@@ -176,8 +205,38 @@ def _l2(sw: SwitchConfig, db: dict) -> None:
         db["VLAN"], db["VLAN_MEMBER"], db["VLAN_INTERFACE"] = vlan, member, svi
 
 
-def qos_tables(q: Qos, active: tuple[str, ...]) -> dict[str, dict]:
-    """The QoS tables of a switch whose enabled fabric and host ports are `active` (CABLE_LENGTH aside)."""
+def _template_buffers(q: Qos, hwsku: str, sonic_type: str) -> tuple[dict[str, dict], dict[str, dict]]:
+    """The BUFFER_PG and BUFFER_QUEUE entries (key suffix -> fields) the SKU's templates write for a used port,
+    checked to keep the plan's lossless priority lossless."""
+    sku = load_buffers(hwsku)
+    ports = sku.buffer_tables(sonic_type).ports.get("active", {})
+    pg, queue = ports.get("BUFFER_PG", {}), ports.get("BUFFER_QUEUE", {})
+    lossless = sku.lossless_priorities(sonic_type)
+    if q.lossless_priority not in lossless:
+        raise BufferMismatch(
+            f"qos.lossless_priority {q.lossless_priority}: SONiC's buffer templates of {hwsku} ({sonic_type}) keep "
+            f"priorities {','.join(map(str, sorted(lossless)))} lossless (BUFFER_QUEUE "
+            f"{', '.join(sorted(queue))}) and `config qos reload` writes them back; choose one of those")
+    return {k: dict(v) for k, v in pg.items()}, {k: dict(v) for k, v in queue.items()}
+
+
+def _pfc_enable(q: Qos, hwsku: str, sonic_type: str) -> str:
+    """The plan's lossless priority; on a traditional-model SKU the templates' own set ("3,4"), which holds it:
+    the traditional buffermgrd writes BUFFER_PG|<port>|<pfc_enable as ranges> for every pfc_enable a port has
+    had and removes none, so any other value next to the reload's "3,4" leaves overlapping `|3-4` and `|3`."""
+    sku = load_buffers(hwsku)
+    if sku.buffer_model == "dynamic":
+        return str(q.lossless_priority)
+    pfc = sku.pfc_enable(sonic_type)
+    if str(q.lossless_priority) not in pfc.split(","):
+        raise BufferMismatch(f"qos.lossless_priority {q.lossless_priority}: SONiC's QoS template of {hwsku} "
+                             f"({sonic_type}) enables PFC on {pfc} only")
+    return pfc
+
+
+def qos_tables(q: Qos, active: tuple[str, ...], hwsku: str, sonic_type: str) -> dict[str, dict]:
+    """The QoS tables of a switch of SKU `hwsku` running as `sonic_type` whose enabled fabric and host ports are
+    `active` (CABLE_LENGTH aside)."""
     lossless, cnp = str(q.lossless_priority), str(q.cnp_priority)
     dscp = {str(d): "0" for d in range(64)}
     dscp[str(q.roce_dscp)], dscp[str(q.cnp_dscp)] = lossless, cnp
@@ -187,8 +246,9 @@ def qos_tables(q: Qos, active: tuple[str, ...]) -> dict[str, dict]:
     db["TC_TO_PRIORITY_GROUP_MAP"] = {QOS_MAP: {str(t): (str(t) if str(t) == lossless else "0") for t in range(8)}}
     db["TC_TO_QUEUE_MAP"] = {QOS_MAP: identity}
     db["MAP_PFC_PRIORITY_TO_QUEUE"] = {QOS_MAP: dict(identity)}
+    pfc = _pfc_enable(q, hwsku, sonic_type)
     port_maps = {"dscp_to_tc_map": QOS_MAP, "tc_to_queue_map": QOS_MAP, "tc_to_pg_map": QOS_MAP,
-                 "pfc_to_queue_map": QOS_MAP, "pfc_enable": lossless, "pfcwd_sw_enable": lossless}
+                 "pfc_to_queue_map": QOS_MAP, "pfc_enable": pfc, "pfcwd_sw_enable": pfc}
     qos_map = {"global": {"dscp_to_tc_map": QOS_MAP}}
     for name in active:
         qos_map[name] = port_maps
@@ -204,19 +264,22 @@ def qos_tables(q: Qos, active: tuple[str, ...]) -> dict[str, dict]:
                        "scheduler.lossless": {"type": "DWRR", "weight": "50"},
                        "scheduler.cnp": {"type": "STRICT"}}
     per_queue = [(str(t), {"scheduler": "scheduler.lossless", "wred_profile": WRED_LOSSLESS}
-                  if str(t) == lossless else {"scheduler": "scheduler.cnp" if str(t) == cnp else "scheduler.lossy"},
-                  {"profile": "egress_lossless_profile" if str(t) == lossless else "egress_lossy_profile"})
+                  if str(t) == lossless else {"scheduler": "scheduler.cnp" if str(t) == cnp else "scheduler.lossy"})
                  for t in range(8)]
-    lossy_pg, lossless_pg = {"profile": "ingress_lossy_profile"}, {"profile": "NULL"}
+    pg_entries, queue_entries = _template_buffers(q, hwsku, sonic_type)
     queue, buffer_pg, buffer_queue = {}, {}, {}
     for name in active:
-        for t, sched, buf in per_queue:
-            key = f"{name}|{t}"
-            queue[key] = sched
-            buffer_queue[key] = buf
-        buffer_pg[f"{name}|0"] = lossy_pg
-        buffer_pg[f"{name}|{lossless}"] = lossless_pg
-    db["QUEUE"], db["BUFFER_PG"], db["BUFFER_QUEUE"] = queue, buffer_pg, buffer_queue
+        for t, sched in per_queue:
+            queue[f"{name}|{t}"] = sched
+        for ids, entry in pg_entries.items():
+            buffer_pg[f"{name}|{ids}"] = entry
+        for ids, entry in queue_entries.items():
+            buffer_queue[f"{name}|{ids}"] = entry
+    db["QUEUE"] = queue
+    if buffer_pg:
+        db["BUFFER_PG"] = buffer_pg
+    if buffer_queue:
+        db["BUFFER_QUEUE"] = buffer_queue
     return db
 
 
@@ -229,30 +292,39 @@ class QosFragments:
         self.cache: dict[tuple, dict[str, orjson.Fragment]] = {}
         self.last: tuple[Qos | None, tuple] = (None, ())  # every switch of a plan shares one Qos object
 
-    def __call__(self, q: Qos, active: tuple[str, ...]) -> dict[str, orjson.Fragment]:
+    def __call__(self, q: Qos, active: tuple[str, ...], hwsku: str, sonic_type: str) -> dict[str, orjson.Fragment]:
         if self.last[0] is not q:
             self.last = (q, astuple(q))
-        key = (self.last[1], active)
+        key = (self.last[1], active, hwsku, sonic_type)
         hit = self.cache.get(key)
         if hit is None:
             hit = self.cache[key] = {
                 name: orjson.Fragment(orjson.dumps(table, option=JSON_OPTIONS).replace(b"\n", b"\n  "))
-                for name, table in qos_tables(q, active).items()}
+                for name, table in qos_tables(q, active, hwsku, sonic_type).items()}
         return hit
 
 
-def _qos(sw: SwitchConfig, db: dict, tables: Callable[[Qos, tuple[str, ...]], dict]) -> None:
+QosTables = Callable[[Qos, tuple[str, ...], str, str], dict]
+
+
+def _qos(sw: SwitchConfig, db: dict, tables: QosTables, sku: SkuBuffers, sonic_type: str) -> None:
     active = [i for i in sw.interfaces if i.role in ("uplink", "downlink", "host")]
-    db.update(tables(sw.qos, tuple(i.name for i in active)))
-    db["CABLE_LENGTH"] = {"AZURE": {i.name: f"{math.ceil(i.length_m)}m" for i in active if i.length_m is not None}}
+    try:
+        db.update(tables(sw.qos, tuple(i.name for i in active), sku.hwsku, sonic_type))
+        db["CABLE_LENGTH"] = {"AZURE": {i.name: sku.cable_length(i.speed_mbps, i.length_m)
+                                        for i in active if i.length_m is not None}}
+    except (BufferMismatch, BufferTemplateMissing) as exc:
+        raise BufferMismatch(f"{sw.hostname}: {exc}") from None
 
 
-def config_db(sw: SwitchConfig, tables: Callable[[Qos, tuple[str, ...]], dict] = qos_tables,
+def config_db(sw: SwitchConfig, tables: QosTables = qos_tables,
               shapes: Callable[[SwitchConfig], PortEntries] = port_entries) -> dict:
     """config_db.json's tables for `sw`; `tables` builds the QoS tables (QosFragments: pre-serialised) and
     `shapes` the PORT entries (PortShapes: once per port shape)."""
-    meta = {"hostname": sw.hostname, "type": device_type(sw), "docker_routing_config_mode": "split-unified",
-            "frr_mgmt_framework_config": "false", "buffer_model": "dynamic"}
+    sku = _buffers(sw)
+    sonic_type = _sonic_type(device_type(sw), sku.hwsku, sw.hostname)
+    meta = {"hostname": sw.hostname, "type": sonic_type, "docker_routing_config_mode": "split-unified",
+            "frr_mgmt_framework_config": "false", "buffer_model": sku.buffer_model}
     if sw.asn is not None:
         meta["bgp_asn"] = str(sw.asn)
     if sw.router_id:
@@ -275,7 +347,7 @@ def config_db(sw: SwitchConfig, tables: Callable[[Qos, tuple[str, ...]], dict] =
         db["INTERFACE"] = intf
     _l2(sw, db)
     if sw.qos is not None:
-        _qos(sw, db, tables)
+        _qos(sw, db, tables, sku, sonic_type)
     bgp = {n.address: {"admin_status": "up", "asn": str(n.remote_asn), "name": n.peer_name,
                        "local_addr": n.local_address, "holdtime": "9", "keepalive": "3"}
            for n in sw.neighbors if n.address}
@@ -285,7 +357,8 @@ def config_db(sw: SwitchConfig, tables: Callable[[Qos, tuple[str, ...]], dict] =
                              for i in sw.interfaces if i.peer_device and i.role != "mgmt"}
     neigh_meta = {}
     for p in sw.peers:
-        entry = {"hwsku": p.hwsku or p.model, "type": DEVICE_TYPES[(sw.fabric, rank(p.role))]}
+        entry = {"hwsku": p.hwsku or p.model,
+                 "type": _sonic_type(DEVICE_TYPES[(sw.fabric, rank(p.role))], p.hwsku, p.name)}
         if p.loopback:
             entry["lo_addr"] = p.loopback
         if p.mgmt_address:

@@ -11,7 +11,10 @@ The instance data is written as XML, where every value is text and libyang types
 schema (JSON would need the number/string encoding of every leaf type). The schema shape (which
 table is in which module, lists and their keys) is read from `yanglint -f tree` of the models.
 
-Usage: python -m tests.sonic_yang [--models DIR] [--merge FILE] CONFIG_DB.json...
+Usage: python -m tests.helpers.sonic_yang [--models DIR] [--hwsku HWSKU] [--merge FILE] CONFIG_DB.json...
+(--hwsku merges the buffer and QoS tables that SKU's own templates write, railforge/nos/sonic/buffers, under
+each file for its own DEVICE_METADATA.type, PORT and DEVICE_NEIGHBOR: the file as the switch holds it after
+`config qos reload` and `config load`.)
 """
 
 from __future__ import annotations
@@ -170,6 +173,8 @@ def _fields(node: Node, fields: dict) -> str:
                 out.append(f"<{n.name}><{n.keys[0]}>{_value(f)}</{n.keys[0]}><{leaves[0]}>{_value(v)}</{leaves[0]}>"
                            f"</{n.name}>")
                 continue
+        if isinstance(v, str) and child is not None and child.kind == "leaf-list":
+            v = v.split(",")  # config_db writes a leaf-list as one comma-separated string
         if isinstance(v, list):
             out.extend(f"<{f}>{_value(x)}</{f}>" for x in v)
         else:
@@ -254,12 +259,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", type=Path, default=MODELS)
     ap.add_argument("--merge", type=Path, action="append", default=[],
                     help="config_db.json merged under every file first (e.g. platform defaults)")
+    ap.add_argument("--hwsku", help="merge this SONiC SKU's rendered buffer/QoS defaults under every file")
     ap.add_argument("files", type=Path, nargs="+")
     args = ap.parse_args(argv)
     base = [json.loads(p.read_text(encoding="utf-8")) for p in args.merge]
     start = time.monotonic()
-    failures = SonicYang(args.models).validate(
-        {str(p): merged(*base, json.loads(p.read_text(encoding="utf-8"))) for p in args.files})
+    dbs = {str(p): json.loads(p.read_text(encoding="utf-8")) for p in args.files}
+    failures: dict[str, str] = {}
+    if args.hwsku:
+        from railforge.nos.sonic_buffers import BufferDataError, BufferTemplateMissing
+        from tests.helpers.sonic_buffers import platform_defaults
+
+        for k, db in list(dbs.items()):
+            try:
+                dbs[k] = merged(platform_defaults(db, args.hwsku), db)
+            except (BufferDataError, BufferTemplateMissing) as exc:
+                failures[k] = str(exc)
+                del dbs[k]
+    failures.update(SonicYang(args.models).validate({k: merged(*base, db) for k, db in dbs.items()}))
     for name, text in failures.items():
         print(f"{name}:\n  " + text.replace("\n", "\n  "))
     print(f"{len(args.files) - len(failures)}/{len(args.files)} valid ({time.monotonic() - start:.1f} s)")

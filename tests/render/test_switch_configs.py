@@ -13,6 +13,7 @@ import orjson
 import pytest
 import yaml
 
+from railforge.nos.sonic_buffers import priorities
 from railforge.planner import build_plan
 from railforge.render import sonic
 from railforge.render.nvue import release_of, syntax
@@ -170,7 +171,9 @@ def test_sonic_qos_comes_from_the_plan_profile_the_hosts_apply(built):
     used = {k for k, p in db["PORT"].items() if p["admin_status"] == "up"}
     assert set(db["PORT_QOS_MAP"]) - {"global"} == used
     assert all(m["pfc_enable"] == lossless for k, m in db["PORT_QOS_MAP"].items() if k != "global")
-    assert {k for k, v in db["BUFFER_PG"].items() if v["profile"] == "NULL"} == {f"{p}|{lossless}" for p in used}
+    null = [k.split("|") for k, v in db["BUFFER_PG"].items() if v["profile"] == "NULL"]
+    assert sorted(p for p, _ in null) == sorted(used)
+    assert all(int(lossless) in priorities(ids) for _, ids in null)  # the SKU's range key, e.g. |3-4
     assert db["QUEUE"][f"Ethernet0|{lossless}"]["wred_profile"] == "RAILFORGE_LOSSLESS"
     assert all(int(p["mtu"]) == qos["switch_mtu"] for p in db["PORT"].values())
     storage = json.loads((out / "configs" / "su001-stor-leaf1a" / "config_db.json").read_text())
