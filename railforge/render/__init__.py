@@ -29,6 +29,7 @@ class Family:
 
 
 def families() -> list[Family]:
+    from railforge.baremetal import hostmacs
     from railforge.render import (
         bom,
         cabling,
@@ -72,6 +73,8 @@ def families() -> list[Family]:
                shardable=True),
         Family("ztp", "switch-macs.csv: the template of switch management MACs/serials to fill in after racking",
                ztp_macs.render),
+        Family("hosts", "host-macs.csv: the template of host BMC/boot-NIC MACs, serials and boot targets to fill in",
+               hostmacs.render),
         Family("opensm", "InfiniBand subnet manager: opensm.conf, root switches and GUID script, partitions, "
                "expected topology", opensm.render),
     ]

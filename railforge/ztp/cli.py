@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from ipaddress import ip_address
@@ -11,11 +12,16 @@ from urllib.parse import urlsplit
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
+from railforge.baremetal.hostmacs import TEMPLATE as HOST_TEMPLATE
+from railforge.baremetal.hostmacs import HostMacError, read_host_macs
+from railforge.baremetal.identity import identities
+from railforge.baremetal.kea import join_hosts
 from railforge.verify.source import MissingBuild, load_generated_plan
 from railforge.ztp.credentials import CredentialError, load_credentials
 from railforge.ztp.macs import TEMPLATE, MacFileError, provisioned, read_macs
-from railforge.ztp.render import DhcpOptions, ZtpError, ZtpFile, kea_config, switch_files
+from railforge.ztp.render import DhcpOptions, ZtpError, ZtpFile, kea_config, oob_gateways, switch_files
 
 KEA_FILE = "ztp/kea-dhcp4.conf"
 
@@ -71,6 +77,11 @@ def ztp(
                               ] = None,
     lease_file: Annotated[str, typer.Option(help="Kea memfile lease database")] = "/var/lib/kea/kea-leases4.csv",
     out: Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")] = None,
+    host_macs: Annotated[Path | None, typer.Option(help=f"filled-in {HOST_TEMPLATE}: BMC and boot-NIC reservations "
+                                                        f"join the Kea file (default: <cluster>/{HOST_TEMPLATE} if "
+                                                        "present)")] = None,
+    tftp_server: Annotated[str | None, typer.Option(help="TFTP server (IP) that hands UEFI PXE firmware ipxe.efi")
+                           ] = None,
 ) -> None:
     """Write ztp/<switch>/ (SONiC ztp.json, Cumulus script) and ztp/kea-dhcp4.conf; rerun after every build."""
     err = Console(stderr=True, soft_wrap=True)
@@ -84,11 +95,22 @@ def ztp(
             _dns(d)
         opts = DhcpOptions(_server(server), tuple(dns or ()), domain, tuple(dhcp_interface or ("*",)), lease_file)
         files = switch_files(plan, generated, opts.server, creds)
-        files.append(ZtpFile(KEA_FILE, kea_config(plan, ids, opts)))
+        host_file = host_macs if host_macs is not None else (
+            base / HOST_TEMPLATE if (base / HOST_TEMPLATE).is_file() else None)
+        kea = kea_config(plan, ids, opts)
+        if host_file:
+            if tftp_server:
+                try:
+                    ip_address(tftp_server)
+                except ValueError:
+                    raise ZtpError(f"--tftp-server {tftp_server!r}: want an IP address such as 10.20.0.10") from None
+            kea = json.dumps(join_hosts(json.loads(kea), identities(plan, read_host_macs(host_file, plan)), opts,
+                                        oob_gateways(plan), tftp_server), indent=2) + "\n"
+        files.append(ZtpFile(KEA_FILE, kea))
         write_tree(generated, files)
-    except MacFileError as exc:
+    except (MacFileError, HostMacError) as exc:
         for e in exc.errors:
-            err.print(f"[red]error[/red] {e}", highlight=False)
+            err.print(f"[red]error[/red] {escape(e)}", highlight=False)
         raise typer.Exit(2) from None
     except (MissingBuild, CredentialError, ZtpError, OSError) as exc:
         err.print(f"[red]error[/red] {exc}", highlight=False)
