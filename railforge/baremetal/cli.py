@@ -147,3 +147,118 @@ def report_in_cmd(
         pass
     finally:
         server.server_close()
+
+
+bmc_app = typer.Typer(no_args_is_help=True, help="Redfish on the planned BMCs: inventory, one-time PXE, power.")
+BMC_ENV = ("RAILFORGE_BMC_USERNAME", "RAILFORGE_BMC_PASSWORD")
+
+
+def bmc_credentials(source: Path | None, environ: dict[str, str]):
+    """From a YAML file (`username`, `password`) or the environment; never echoed."""
+    import yaml
+
+    from railforge.baremetal.redfish import Credentials
+
+    if source is not None:
+        try:
+            if not source.is_file() or source.stat().st_size > 64 * 1024:
+                raise BootError(f"--bmc-credentials {source}: want a regular file under 64 KiB")
+            data = yaml.safe_load(source.read_text())
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise BootError(f"--bmc-credentials {source}: cannot read ({exc.__class__.__name__})") from None
+        if not isinstance(data, dict) or set(data) != {"username", "password"} or \
+                not all(isinstance(v, str) and v for v in data.values()):
+            raise BootError(f"--bmc-credentials {source}: want a mapping with exactly `username` and `password` "
+                            "(non-empty strings)")
+        return Credentials(data["username"], data["password"])
+    user, password = (environ.get(v, "") for v in BMC_ENV)
+    if not user or not password:
+        raise BootError(f"BMC credentials: set {' and '.join(BMC_ENV)}, or pass --bmc-credentials FILE")
+    return Credentials(user, password)
+
+
+def _bmc(action: str, cluster: Path, hosts: str, host_macs: Path | None, bmc_credentials_file: Path | None,
+         url: str, system_id: str | None, concurrency: int, retries: int, timeout: float, insecure: bool,
+         ca_file: Path | None, out: Path | None, results: Path | None) -> None:
+    import os
+    import time
+
+    from rich.table import Table
+    from rich.text import Text
+
+    from railforge.baremetal.identity import SelectionError, select
+    from railforge.baremetal.redfish import ERROR, OK, Settings, run
+
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        plan, _ = load_generated_plan(cluster, out)
+        ids = select(identities(plan, read_host_macs(host_file(cluster, host_macs), plan)), hosts)
+        creds = bmc_credentials(bmc_credentials_file, dict(os.environ))
+        if not url.startswith(("http://", "https://")) or "{bmc}" not in url and "{host}" not in url:
+            raise BootError(f"--url {url!r}: want a URL template naming {{bmc}} (the planned BMC IP) or {{host}}, "
+                            "e.g. https://{bmc}")
+        if not 1 <= concurrency <= 1024 or not 0 <= retries <= 10 or not 0 < timeout <= 300:
+            raise BootError("--concurrency 1..1024, --retries 0..10, --timeout 0..300 s")
+        settings = Settings(url, system_id, concurrency, retries, timeout, verify_tls=not insecure,
+                            ca_file=str(ca_file) if ca_file else None)
+    except HostMacError as exc:
+        for e in exc.errors:
+            say(err, "error", e)
+        raise typer.Exit(2) from None
+    except (MissingBuild, BootError, SelectionError, OSError) as exc:
+        say(err, "error", str(exc))
+        raise typer.Exit(2) from None
+    started = time.monotonic()
+    got = run(ids, action, creds, settings)
+    took = time.monotonic() - started
+    table = Table("host", "place", "status", "tries", "detail", title=f"railforge bmc {action}")
+    for r in got:
+        table.add_row(Text(r.host), Text(r.place), Text(r.status, style={OK: "green", ERROR: "red"}.get(
+            r.status, "yellow")), str(r.attempts), Text(r.detail.encode("unicode_escape").decode()))
+    Console(soft_wrap=True).print(table)
+    if results is not None:
+        import json
+
+        results.write_text("".join(json.dumps({"host": r.host, "place": r.place, "status": r.status,
+                                               "detail": r.detail, "attempts": r.attempts}, sort_keys=True) + "\n"
+                                   for r in got))
+    counts = {s: sum(1 for r in got if r.status == s) for s in (OK, "mismatch", ERROR)}
+    say(err, "ok" if counts[OK] == len(got) else "note",
+        f"{action} on {len(got)} hosts in {took:.1f} s (concurrency {concurrency}): "
+        + ", ".join(f"{n} {s}" for s, n in counts.items()))
+    if counts[OK] != len(got):
+        raise typer.Exit(1)
+
+
+def _bmc_command(action: str, doc: str):
+    def command(
+        cluster: Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")],
+        hosts: Annotated[str, typer.Option(help="all, su:N, su:N-M, rack:NAME or host names, comma-separated")
+                         ] = "all",
+        host_macs: Annotated[Path | None, typer.Option(help=f"filled-in {TEMPLATE}")] = None,
+        bmc_credentials: Annotated[Path | None, typer.Option(
+            help=f"YAML with username and password (default: {' and '.join(BMC_ENV)})")] = None,
+        url: Annotated[str, typer.Option(help="BMC URL template: {bmc} planned BMC IP, {host} host name")
+                       ] = "https://{bmc}",
+        system_id: Annotated[str | None, typer.Option(help="system Id template, e.g. {host} (default: the only "
+                                                           "system the BMC lists)")] = None,
+        concurrency: Annotated[int, typer.Option(help="BMCs talked to at once")] = 64,
+        retries: Annotated[int, typer.Option(help="retries after a transport error or HTTP 5xx")] = 3,
+        timeout: Annotated[float, typer.Option(help="seconds per request")] = 10.0,
+        insecure: Annotated[bool, typer.Option(help="do not verify the BMCs' TLS certificates")] = False,
+        ca_file: Annotated[Path | None, typer.Option(help="CA bundle for the BMCs' certificates")] = None,
+        out: Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")] = None,
+        results: Annotated[Path | None, typer.Option(help="also write one JSON line per host here")] = None,
+    ) -> None:
+        _bmc(action, cluster, hosts, host_macs, bmc_credentials, url, system_id, concurrency, retries, timeout,
+             insecure, ca_file, out, results)
+
+    command.__doc__ = doc
+    return command
+
+
+bmc_app.command("inventory")(_bmc_command("inventory", "Read serial and NIC MACs from each BMC; compare with "
+                                                       f"{TEMPLATE}."))
+bmc_app.command("pxe")(_bmc_command("pxe", "Inventory, then set a one-time UEFI PXE boot override."))
+bmc_app.command("power")(_bmc_command("power", "Inventory, then power-cycle (ForceRestart, or On when off)."))
+bmc_app.command("bringup")(_bmc_command("bringup", "Inventory, one-time PXE, power-cycle: racked host to PXE boot."))

@@ -62,28 +62,31 @@ def identities(plan: Plan, recs: list[HostId]) -> list[BootIdentity]:
 
 
 def select(ids: list[BootIdentity], spec: str) -> list[BootIdentity]:
-    """`all`, `su:N`, `rack:NAME` or a comma-separated list of host names; an unknown name or an empty set is an
-    error that says what is valid."""
+    """`all`, or comma-separated `su:N`, `su:N-M`, `rack:NAME` and host names; an unknown name, a bad range or an
+    empty set is an error that says what is valid."""
     spec = spec.strip()
     if spec == "all":
-        chosen = ids
-    elif spec.startswith("su:"):
-        try:
-            su = int(spec[3:])
-        except ValueError:
-            raise SelectionError(f"--hosts {spec!r}: want su:<number>, e.g. su:1") from None
-        chosen = [i for i in ids if i.su == su]
-    elif spec.startswith("rack:"):
-        chosen = [i for i in ids if i.rack == spec[5:]]
-    else:
-        names = [n.strip() for n in spec.split(",") if n.strip()]
-        known = {i.host: i for i in ids}
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise SelectionError(f"--hosts: {', '.join(map(repr, unknown[:5]))} not hosts with a BMC in the plan "
-                                 "(want all, su:N, rack:NAME or host names separated by commas)")
-        wanted = set(names)
-        chosen = [i for i in ids if i.host in wanted]
+        return ids
+    known = {i.host for i in ids}
+    wanted: set[str] = set()
+    for token in (t.strip() for t in spec.split(",")):
+        if not token:
+            continue
+        if token.startswith("su:"):
+            first, _, last = token[3:].partition("-")
+            try:
+                lo, hi = int(first), int(last or first)
+            except ValueError:
+                raise SelectionError(f"--hosts {token!r}: want su:<number> or su:<first>-<last>, e.g. su:1-4") from None
+            wanted |= {i.host for i in ids if i.su is not None and lo <= i.su <= hi}
+        elif token.startswith("rack:"):
+            wanted |= {i.host for i in ids if i.rack == token[5:]}
+        elif token in known:
+            wanted.add(token)
+        else:
+            raise SelectionError(f"--hosts: {token!r} is not a host with a BMC in the plan (want all, su:N, su:N-M, "
+                                 "rack:NAME or host names separated by commas)")
+    chosen = [i for i in ids if i.host in wanted]
     if not chosen:
-        raise SelectionError(f"--hosts {spec!r} selects no host (want all, su:N, rack:NAME or host names)")
+        raise SelectionError(f"--hosts {spec!r} selects no host (want all, su:N, su:N-M, rack:NAME or host names)")
     return chosen

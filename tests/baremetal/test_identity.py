@@ -146,7 +146,8 @@ def test_host_sets(bm_build) -> None:
                                                             if d.bmc and d.rack == "R001-02"]
     assert len(select(ids, "su:1")) == 16 and len(select(ids, "all")) == 19
     assert [i.host for i in select(ids, "su001-gpu03, su001-gpu01")] == ["su001-gpu01", "su001-gpu03"]
-    for bad, msg in (("su:x", "want su:<number>"), ("su:7", "selects no host"), ("gpu99,su001-gpu01", "'gpu99'")):
+    for bad, msg in (("su:x", "want su:<number>"), ("su:7", "selects no host"), ("gpu99,su001-gpu01", "'gpu99'"),
+                     ("su:2-x", "want su:<number>")):
         with pytest.raises(SelectionError, match=msg):
             select(ids, bad)
 
