@@ -9,8 +9,10 @@ by name and nothing else is affected. The password never appears in the output. 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -68,13 +70,15 @@ def emulator(tmp_path_factory):
     (base / "addrs").write_text("".join(f"address add {s['ip']}/32 dev lo\n" for s in systems))
     subprocess.run(["ip", "netns", "del", NS], capture_output=True)
     _sh("ip", "netns", "add", NS)
+    state = Path(tempfile.mkdtemp(prefix="i28-sushy-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
     proc = None
     try:
         _sh("ip", "-n", NS, "link", "set", "lo", "up")
         _sh("ip", "-n", NS, "-batch", str(base / "addrs"))
         log = base / "emulator.log"
         proc = subprocess.Popen(["ip", "netns", "exec", NS, sys.executable, str(Path(__file__).parent /
-                                 "redfish_emulator.py"), str(base / "systems.json"), str(PORT), str(base / "htpasswd")],
+                                 "redfish_emulator.py"), str(base / "systems.json"), str(PORT), str(base / "htpasswd"),
+                                 str(state)],
                                 stdout=log.open("w"), stderr=subprocess.STDOUT)
         probe = f"http://{systems[0]['ip']}:{PORT}/redfish/v1/"
         deadline = time.monotonic() + 60
@@ -92,6 +96,7 @@ def emulator(tmp_path_factory):
                 proc.kill()
                 proc.wait()
         subprocess.run(["ip", "netns", "del", NS], capture_output=True)
+        shutil.rmtree(state, ignore_errors=True)
 
 
 def _curl(ip: str, path: str) -> dict:
