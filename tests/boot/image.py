@@ -1,6 +1,7 @@
-"""The test's stateless image, from Debian packages: the kernel of `debian-installer-12-netboot-amd64`, its e1000
-module (taken from the same package's initrd, so kernel and module match), static busybox (`busybox-static`) and
-the /init in init.sh. Built once and cached under /var/cache/railforge/boot-image/<hash of every input>."""
+"""The test's stateless image, from Debian packages: the kernel of `debian-installer-12-netboot-amd64`, its e1000 and
+virtio-net modules (taken from the same package's initrd, so kernel and modules match), static busybox
+(`busybox-static`) and the /init in init.sh. Built once and cached under /var/cache/railforge/boot-image/<hash of
+every input>."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ KERNEL, DI_INITRD = DI / "linux", DI / "initrd.gz"
 BUSYBOX = Path("/bin/busybox")
 HERE = Path(__file__).parent
 SCRIPTS = {"init": HERE / "init.sh", "udhcpc.sh": HERE / "udhcpc.sh"}
-MODULES = ("kernel/drivers/net/ethernet/intel/e1000/e1000.ko",)
+MODULES = tuple(f"kernel/drivers/{m}.ko" for m in (  # in load order: e1000 (legacy BIOS machine), virtio-net (UEFI)
+    "net/ethernet/intel/e1000/e1000", "virtio/virtio_ring", "virtio/virtio", "virtio/virtio_pci_legacy_dev",
+    "virtio/virtio_pci_modern_dev", "virtio/virtio_pci")) + ("kernel/net/core/failover.ko",) + tuple(
+    f"kernel/drivers/net/{m}.ko" for m in ("net_failover", "virtio_net"))
 CACHE = Path(os.environ.get("RAILFORGE_CACHE", "/var/cache/railforge")) / "boot-image"
 
 
@@ -34,7 +38,7 @@ def _extract_modules(dest: Path, work: Path) -> None:
         shutil.copyfileobj(src, out)
     listing = subprocess.run(["cpio", "-t", "--quiet"], stdin=raw.open("rb"), capture_output=True, text=True,
                              check=True).stdout.split()
-    wanted = [n for n in listing if any(n.endswith(m) for m in MODULES)]
+    wanted = [n for n in listing if any(n.endswith("/" + m) for m in MODULES)]
     if len(wanted) != len(MODULES):
         raise RuntimeError(f"{DI_INITRD} lacks {MODULES}: found {wanted}")
     unpack = work / "di"
@@ -42,6 +46,7 @@ def _extract_modules(dest: Path, work: Path) -> None:
     subprocess.run(["cpio", "-i", "-d", "--quiet", *wanted], stdin=raw.open("rb"), cwd=unpack, check=True)
     for name in wanted:
         shutil.copy(unpack / name, dest / Path(name).name)
+    (dest.parent.parent / "modules.order").write_text("".join(f"{Path(m).name}\n" for m in MODULES))
 
 
 def build_image() -> tuple[Path, Path]:

@@ -6,7 +6,7 @@
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
-for m in /lib/modules/*.ko; do insmod "$m"; done
+for pass in 1 2; do for m in $(cat /modules.order); do insmod "/lib/modules/$m" 2>/dev/null; done; done
 for w in $(cat /proc/cmdline); do
   case "$w" in
     railforge.host=*) HOST=${w#*=} ;;
