@@ -11,11 +11,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from railforge import outdir
 from railforge.baremetal.files import BootOptions, boot_files
 from railforge.baremetal.hostmacs import TEMPLATE, HostMacError, read_host_macs
 from railforge.baremetal.identity import identities
 from railforge.baremetal.tree import write_boot_tree
-from railforge.verify.source import MissingBuild, load_generated_plan
+from railforge.outdir import BuildError
 from railforge.ztp.credentials import CredentialError, load_credentials
 
 boot_app = typer.Typer(no_args_is_help=True, help=__doc__)
@@ -68,7 +69,7 @@ def files_cmd(
     """Write boot/boot.ipxe, boot/hosts/<mac>.ipxe and boot/preseed/<host>.cfg; rerun after every build."""
     err = Console(stderr=True, soft_wrap=True)
     try:
-        plan, generated = load_generated_plan(cluster, out)
+        plan, generated = outdir.load(cluster, out)
         ids = identities(plan, read_host_macs(host_file(cluster, host_macs), plan))
         creds = load_credentials(credentials)
         for d in dns or []:
@@ -88,7 +89,7 @@ def files_cmd(
         for e in exc.errors:
             say(err, "error", e)
         raise typer.Exit(2) from None
-    except (MissingBuild, CredentialError, BootError, OSError) as exc:
+    except (BuildError, CredentialError, BootError, OSError) as exc:
         say(err, "error", str(exc))
         raise typer.Exit(2) from None
     booting = [i for i in ids if i.boot_mac]
@@ -128,7 +129,7 @@ def report_in_cmd(
 
     err = Console(stderr=True, soft_wrap=True)
     try:
-        plan, _ = load_generated_plan(cluster, out)
+        plan, _ = outdir.load(cluster, out)
         ids = identities(plan, read_host_macs(host_file(cluster, host_macs), plan))
         address, port = _listen(listen)
         server = serve(ids, state, address, port)
@@ -136,7 +137,7 @@ def report_in_cmd(
         for e in exc.errors:
             say(err, "error", e)
         raise typer.Exit(2) from None
-    except (MissingBuild, BootError, OSError) as exc:
+    except (BuildError, BootError, OSError) as exc:
         say(err, "error", str(exc))
         raise typer.Exit(2) from None
     say(err, "ok", f"report-in on http://{listen}/register for {sum(1 for i in ids if i.boot_mac)} hosts; "
@@ -191,7 +192,7 @@ def _bmc(action: str, cluster: Path, hosts: str, host_macs: Path | None, bmc_cre
 
     err = Console(stderr=True, soft_wrap=True)
     try:
-        plan, _ = load_generated_plan(cluster, out)
+        plan, _ = outdir.load(cluster, out)
         ids = select(identities(plan, read_host_macs(host_file(cluster, host_macs), plan)), hosts)
         creds = bmc_credentials(bmc_credentials_file, dict(os.environ))
         if not url.startswith(("http://", "https://")) or "{bmc}" not in url and "{host}" not in url:
@@ -205,7 +206,7 @@ def _bmc(action: str, cluster: Path, hosts: str, host_macs: Path | None, bmc_cre
         for e in exc.errors:
             say(err, "error", e)
         raise typer.Exit(2) from None
-    except (MissingBuild, BootError, SelectionError, OSError) as exc:
+    except (BuildError, BootError, SelectionError, OSError) as exc:
         say(err, "error", str(exc))
         raise typer.Exit(2) from None
     started = time.monotonic()
