@@ -1,8 +1,7 @@
-"""Host BMC and boot-NIC MACs (and serials) that the user fills in after racking: the template and the strict reader.
+"""Host BMC and boot-NIC MACs (and serials) that the user fills in after racking: the strict reader of the
+template `railforge build` writes (railforge/render/host_macs.py).
 
-The template lists every host with a planned BMC, in plan order, with where to find it (SU, rack, U, model) and
-what it will get (BMC address, boot NIC and its in-band address); `bmc_mac`, `boot_mac`, `serial` and `target` are
-left empty. The reader takes the filled-in file back and rejects it as a whole, one FILE:LINE error per bad row:
+The reader takes the filled-in file back and rejects it as a whole, one FILE:LINE error per bad row:
 a malformed or repeated MAC (across both MAC columns and every row), an unknown or repeated host, a boot MAC on a
 host that has no in-band bond to boot from, an unknown boot target, an unprintable serial. Hand-written beside
 `railforge.ztp.macs` (switches) rather than inside it: the rows, columns and checks differ, only the MAC grammar
@@ -20,13 +19,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from railforge.output import Output
-from railforge.plan import HOST_ROLES, Device, Plan
+from railforge.plan import Plan
+from railforge.render.host_macs import COLUMNS, TEMPLATE, boot_nic, hosts
 from railforge.ztp.macs import normalise_mac
 
-TEMPLATE = "host-macs.csv"
-COLUMNS = ("host", "bmc_mac", "boot_mac", "serial", "target", "model", "su", "rack", "u", "bmc_address",
-           "boot_nic", "boot_address")
+__all__ = ["COLUMNS", "TEMPLATE", "HostId", "HostMacError", "boot_nic", "hosts", "read_host_macs"]
+
 TARGETS = ("stateless", "installer")
 MAX_BYTES = 16 * 1024 * 1024
 MAX_SERIAL = 64
@@ -46,32 +44,6 @@ class HostId:
     serial: str | None
     target: str
     line: int
-
-
-def hosts(plan: Plan) -> list[Device]:
-    """Hosts with a planned BMC, in plan order: the ones railforge can bring up from power-off."""
-    return [d for d in plan.devices if d.role in HOST_ROLES and d.bmc is not None]
-
-
-def boot_nic(dev: Device) -> str | None:
-    """The NIC a host PXE-boots from: the first member of its in-band bond (the switch must let it up alone,
-    e.g. LACP bypass, until the OS builds the bond)."""
-    return dev.bond.members[0].ifname if dev.bond and dev.bond.members else None
-
-
-def template_csv(plan: Plan) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
-    for d in hosts(plan):
-        nic = boot_nic(d)
-        w.writerow([d.name, "", "", "", "", d.model, d.su if d.su is not None else "", d.rack, d.u,
-                    d.bmc.address if d.bmc else "", nic or "", d.bond.address if nic and d.bond else ""])
-    return buf.getvalue()
-
-
-def render(plan: Plan, out: Output) -> None:
-    out.write_text(TEMPLATE, template_csv(plan))
 
 
 class _Row(BaseModel):

@@ -29,11 +29,11 @@ class Family:
 
 
 def families() -> list[Family]:
-    from railforge.baremetal import hostmacs
     from railforge.render import (
         bom,
         cabling,
         elevations,
+        host_macs,
         inventory,
         ipplan,
         nccl,
@@ -74,7 +74,7 @@ def families() -> list[Family]:
         Family("ztp", "switch-macs.csv: the template of switch management MACs/serials to fill in after racking",
                switch_macs.render),
         Family("hosts", "host-macs.csv: the template of host BMC/boot-NIC MACs, serials and boot targets to fill in",
-               hostmacs.render),
+               host_macs.render),
         Family("opensm", "InfiniBand subnet manager: opensm.conf, root switches and GUID script, partitions, "
                "expected topology", opensm.render),
     ]
