@@ -99,14 +99,16 @@ def ztp(
         host_file = host_macs if host_macs is not None else (
             base / HOST_TEMPLATE if (base / HOST_TEMPLATE).is_file() else None)
         kea = kea_config(plan, ids, opts)
+        host_ids = []
         if host_file:
             if tftp_server:
                 try:
                     ip_address(tftp_server)
                 except ValueError:
                     raise ZtpError(f"--tftp-server {tftp_server!r}: want an IP address such as 10.20.0.10") from None
-            kea = json.dumps(join_hosts(json.loads(kea), identities(plan, read_host_macs(host_file, plan)), opts,
-                                        oob_gateways(plan), tftp_server), indent=2) + "\n"
+            host_ids = identities(plan, read_host_macs(host_file, plan))
+            kea = json.dumps(join_hosts(json.loads(kea), host_ids, opts, oob_gateways(plan), tftp_server),
+                             indent=2) + "\n"
         files.append(ZtpFile(KEA_FILE, kea))
         write_tree(generated, files)
     except (MacFileError, HostMacError) as exc:
@@ -122,6 +124,9 @@ def ztp(
     err.print(f"wrote {len(files)} files to {generated / outdir.ZTP}: {len(switches)} switches, {len(ids)} DHCP "
               f"reservations" + (f", credentials for {len(switches)} switches (files 0600)" if creds.any else ""),
               highlight=False)
+    if host_file:
+        err.print(f"hosts from {escape(str(host_file))}: {sum(1 for i in host_ids if i.bmc_mac)} BMC and "
+                  f"{sum(1 for i in host_ids if i.boot_mac)} boot-NIC reservations", highlight=False)
     if waiting:
         err.print(f"[yellow]note[/yellow] {len(waiting)} switches have no MAC or client-id yet, e.g. "
                   f"{', '.join(waiting[:5])}: fill in {mac_file or base / TEMPLATE}", highlight=False)

@@ -169,8 +169,11 @@ def test_cli_refuses_a_bad_host_file_as_a_whole_and_writes_nothing(bm_build, tmp
 
 
 def _kea_conf(base: Path, out: Path, tmp: Path, server: str, *extra: str) -> dict:
-    _ztp(base, out, "--server", server, "--tftp-server", "10.20.0.33", "--lease-file", str(tmp / "leases.csv"),
-         *extra)
+    proc = _ztp(base, out, "--server", server, "--tftp-server", "10.20.0.33", "--lease-file", str(tmp / "leases.csv"),
+                *extra)
+    rows = list(csv.DictReader((base / "host-macs.csv").open()))
+    assert (f"{sum(1 for r in rows if r['bmc_mac'])} BMC and {sum(1 for r in rows if r['boot_mac'])} boot-NIC "
+            "reservations") in " ".join(proc.stderr.split())
     return json.loads((out / "ztp" / "kea-dhcp4.conf").read_text())
 
 
