@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
 from railforge import outdir
 from railforge.baremetal.hostmacs import TEMPLATE as HOST_TEMPLATE
@@ -128,5 +129,8 @@ def ztp(
         err.print(f"hosts from {escape(str(host_file))}: {sum(1 for i in host_ids if i.bmc_mac)} BMC and "
                   f"{sum(1 for i in host_ids if i.boot_mac)} boot-NIC reservations", highlight=False)
     if waiting:
-        err.print(f"[yellow]note[/yellow] {len(waiting)} switches have no MAC or client-id yet, e.g. "
-                  f"{', '.join(waiting[:5])}: fill in {mac_file or base / TEMPLATE}", highlight=False)
+        where = (f"fill in {mac_file}" if mac_file else
+                 f"copy {generated / TEMPLATE} (the build's template) to {base / TEMPLATE}, fill it in and rerun "
+                 "(or pass --macs FILE); the build replaces generated/, so keep the filled-in copy outside it")
+        err.print(Text.assemble(("note", "yellow"), f" {len(waiting)} switches have no MAC or client-id yet, e.g. "
+                                f"{', '.join(waiting[:5])}: {where}"), highlight=False)
