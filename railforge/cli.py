@@ -20,6 +20,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from railforge import outdir
 from railforge.allocator import keep_freed_memory
+from railforge.baremetal.cli import bmc_app, boot_app
 from railforge.change.cli import diff
 from railforge.change.guard import Refused, check_growth
 from railforge.entry import KeepUntilExit
@@ -42,6 +43,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, pret
 app.add_typer(lab_app, name="lab")
 app.add_typer(verify_app, name="verify")
 app.add_typer(sot_app, name="sot")
+app.add_typer(boot_app, name="boot")
+app.add_typer(bmc_app, name="bmc")
 app.command(name="ztp")(ztp)
 app.command()(diff)
 err = Console(stderr=True, soft_wrap=True, emoji=False, highlight=False)

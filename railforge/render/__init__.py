@@ -33,6 +33,7 @@ def families() -> list[Family]:
         bom,
         cabling,
         elevations,
+        host_macs,
         inventory,
         ipplan,
         nccl,
@@ -75,6 +76,8 @@ def families() -> list[Family]:
                shardable=True),
         Family("ztp", "switch-macs.csv: the template of switch management MACs/serials to fill in after racking",
                switch_macs.render),
+        Family("hosts", "host-macs.csv: the template of host BMC/boot-NIC MACs, serials and boot targets to fill in",
+               host_macs.render),
         Family("opensm", "InfiniBand subnet manager: opensm.conf, root switches and GUID script, partitions, "
                "expected topology", opensm.render),
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from ipaddress import ip_address
@@ -11,13 +12,18 @@ from urllib.parse import urlsplit
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
 from railforge import outdir
+from railforge.baremetal.hostmacs import TEMPLATE as HOST_TEMPLATE
+from railforge.baremetal.hostmacs import HostMacError, read_host_macs
+from railforge.baremetal.identity import identities
+from railforge.baremetal.kea import join_hosts
 from railforge.outdir import BuildError
 from railforge.ztp.credentials import CredentialError, load_credentials
 from railforge.ztp.macs import TEMPLATE, MacFileError, provisioned, read_macs
-from railforge.ztp.render import DhcpOptions, ZtpError, ZtpFile, kea_config, switch_files
+from railforge.ztp.render import DhcpOptions, ZtpError, ZtpFile, kea_config, oob_gateways, switch_files
 
 KEA_FILE = outdir.KEA
 
@@ -73,6 +79,11 @@ def ztp(
                               ] = None,
     lease_file: Annotated[str, typer.Option(help="Kea memfile lease database")] = "/var/lib/kea/kea-leases4.csv",
     out: Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")] = None,
+    host_macs: Annotated[Path | None, typer.Option(help=f"filled-in {HOST_TEMPLATE}: BMC and boot-NIC reservations "
+                                                        f"join the Kea file (default: <cluster>/{HOST_TEMPLATE} if "
+                                                        "present)")] = None,
+    tftp_server: Annotated[str | None, typer.Option(help="TFTP server (IP) that hands UEFI PXE firmware ipxe.efi")
+                           ] = None,
 ) -> None:
     """Write ztp/<switch>/ (SONiC ztp.json, Cumulus script) and ztp/kea-dhcp4.conf; rerun after every build."""
     err = Console(stderr=True, soft_wrap=True)
@@ -86,11 +97,24 @@ def ztp(
             _dns(d)
         opts = DhcpOptions(_server(server), tuple(dns or ()), domain, tuple(dhcp_interface or ("*",)), lease_file)
         files = switch_files(plan, generated, opts.server, creds)
-        files.append(ZtpFile(KEA_FILE, kea_config(plan, ids, opts)))
+        host_file = host_macs if host_macs is not None else (
+            base / HOST_TEMPLATE if (base / HOST_TEMPLATE).is_file() else None)
+        kea = kea_config(plan, ids, opts)
+        host_ids = []
+        if host_file:
+            if tftp_server:
+                try:
+                    ip_address(tftp_server)
+                except ValueError:
+                    raise ZtpError(f"--tftp-server {tftp_server!r}: want an IP address such as 10.20.0.10") from None
+            host_ids = identities(plan, read_host_macs(host_file, plan))
+            kea = json.dumps(join_hosts(json.loads(kea), host_ids, opts, oob_gateways(plan), tftp_server),
+                             indent=2) + "\n"
+        files.append(ZtpFile(KEA_FILE, kea))
         write_tree(generated, files)
-    except MacFileError as exc:
+    except (MacFileError, HostMacError) as exc:
         for e in exc.errors:
-            err.print(f"[red]error[/red] {e}", highlight=False)
+            err.print(f"[red]error[/red] {escape(e)}", highlight=False)
         raise typer.Exit(2) from None
     except (BuildError, CredentialError, ZtpError, OSError) as exc:
         err.print(f"[red]error[/red] {exc}", highlight=False)
@@ -101,6 +125,9 @@ def ztp(
     err.print(f"wrote {len(files)} files to {generated / outdir.ZTP}: {len(switches)} switches, {len(ids)} DHCP "
               f"reservations" + (f", credentials for {len(switches)} switches (files 0600)" if creds.any else ""),
               highlight=False)
+    if host_file:
+        err.print(f"hosts from {escape(str(host_file))}: {sum(1 for i in host_ids if i.bmc_mac)} BMC and "
+                  f"{sum(1 for i in host_ids if i.boot_mac)} boot-NIC reservations", highlight=False)
     if waiting:
         where = (f"fill in {mac_file}" if mac_file else
                  f"copy {generated / TEMPLATE} (the build's template) to {base / TEMPLATE}, fill it in and rerun "

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "railforge"
-CONSUMERS = ("render", "verify", "lab", "change", "ztp")
+CONSUMERS = ("render", "verify", "lab", "change", "ztp", "baremetal")
 FORBIDDEN = ("railforge.planner", "railforge.hardware")
 
 
