@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
-from railforge.plan import SCHEMA_VERSION, Plan
+from railforge.inputs import InputError, MiB, read_bytes
+from railforge.plan import Plan
 from railforge.planio import read_plan
+
+CONFIG_MAX_BYTES = 64 * MiB
 
 
 class ChangeInputError(Exception):
@@ -28,7 +29,7 @@ class Side:
         d = self.folder / "configs" / device
         if not d.is_dir():
             return {}
-        return {f.name: f.read_bytes() for f in sorted(d.iterdir()) if f.is_file()}
+        return {f.name: read_bytes(f, CONFIG_MAX_BYTES) for f in sorted(d.iterdir()) if f.is_file()}
 
 
 def plan_path(path: Path) -> tuple[Path, Path | None]:
@@ -46,17 +47,9 @@ def plan_path(path: Path) -> tuple[Path, Path | None]:
 def read_side(path: Path) -> Side:
     source, folder = plan_path(path)
     try:
-        raw_version = orjson.loads(source.read_bytes()).get("schema_version")
-    except (orjson.JSONDecodeError, AttributeError) as exc:
-        raise ChangeInputError(f"{source}: not a railforge plan (JSON: {exc})") from None
-    if raw_version != SCHEMA_VERSION:
-        raise ChangeInputError(f"{source}: plan schema_version {raw_version!r}; this railforge reads "
-                               f"schema_version {SCHEMA_VERSION}: rebuild it with this version")
-    try:
-        plan = read_plan(source)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ChangeInputError(f"{source}: not a railforge plan ({type(exc).__name__}: {exc})") from None
-    return Side(plan, source, folder)
+        return Side(read_plan(source), source, folder)
+    except InputError as exc:
+        raise ChangeInputError(str(exc)) from None
 
 
 def check_comparable(old: Side, new: Side) -> None:

@@ -7,11 +7,12 @@ import shutil
 from ipaddress import ip_address
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import urlsplit
 
 import typer
-from rich.console import Console
 
+from railforge import show
+from railforge.args import ArgumentError, check_path, check_url
+from railforge.inputs import InputError
 from railforge.verify.source import MissingBuild, load_generated_plan
 from railforge.ztp.credentials import CredentialError, load_credentials
 from railforge.ztp.macs import TEMPLATE, MacFileError, provisioned, read_macs
@@ -21,11 +22,10 @@ KEA_FILE = "ztp/kea-dhcp4.conf"
 
 
 def _server(value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise ZtpError(f"--server {value!r}: want the HTTP(S) URL that serves the generated folder, "
-                       "e.g. http://10.250.0.10:8080")
-    return value.rstrip("/")
+    try:
+        return check_url(value, "--server")
+    except ArgumentError as exc:
+        raise ZtpError(f"{exc} (the URL that serves the generated folder)") from None
 
 
 def _dns(value: str) -> None:
@@ -35,6 +35,15 @@ def _dns(value: str) -> None:
         raise ZtpError(f"--dns {value!r}: want an IP address such as 10.250.0.53") from None
 
 
+def _mkdirs(stage: Path, folder: Path) -> None:
+    """`folder` and its parents up to and including `stage`, each 0755 whatever the umask."""
+    for d in [*reversed(folder.relative_to(stage).parents), folder.relative_to(stage)]:
+        path = stage / d
+        if not path.is_dir():
+            path.mkdir()
+            os.chmod(path, 0o755)
+
+
 def write_tree(generated: Path, files: list[ZtpFile]) -> None:
     """Replace generated/ztp as a whole; files are created with their final mode (no window at 0644)."""
     stage = generated / f".ztp.staging-{os.getpid()}"
@@ -42,7 +51,7 @@ def write_tree(generated: Path, files: list[ZtpFile]) -> None:
     try:
         for f in files:
             dest = stage / Path(f.path).relative_to("ztp")
-            dest.parent.mkdir(parents=True, exist_ok=True)
+            _mkdirs(stage, dest.parent)
             fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, f.mode)
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(f.text)
@@ -73,8 +82,11 @@ def ztp(
     out: Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")] = None,
 ) -> None:
     """Write ztp/<switch>/ (SONiC ztp.json, Cumulus script) and ztp/kea-dhcp4.conf; rerun after every build."""
-    err = Console(stderr=True, soft_wrap=True)
+    err = show.console(stderr=True)
     try:
+        for value, option in ((out, "--out"), (macs, "--macs"), (cluster, "CLUSTER")):
+            if value is not None:
+                check_path(value, option)
         plan, generated = load_generated_plan(cluster, out)
         base = cluster.parent if cluster.suffix in (".yaml", ".yml") else cluster
         mac_file = macs if macs is not None else (base / TEMPLATE if (base / TEMPLATE).is_file() else None)
@@ -88,17 +100,17 @@ def ztp(
         write_tree(generated, files)
     except MacFileError as exc:
         for e in exc.errors:
-            err.print(f"[red]error[/red] {e}", highlight=False)
+            show.error(err, e)
         raise typer.Exit(2) from None
-    except (MissingBuild, CredentialError, ZtpError, OSError) as exc:
-        err.print(f"[red]error[/red] {exc}", highlight=False)
+    except (MissingBuild, CredentialError, ZtpError, InputError, ArgumentError, OSError) as exc:
+        show.error(err, exc)
         raise typer.Exit(2) from None
     switches = provisioned(plan)
     known = {i.switch for i in ids}
     waiting = [d.name for d in switches if d.name not in known]
-    err.print(f"wrote {len(files)} files to {generated / 'ztp'}: {len(switches)} switches, {len(ids)} DHCP "
-              f"reservations" + (f", credentials for {len(switches)} switches (files 0600)" if creds.any else ""),
-              highlight=False)
+    err.print(show.text(f"wrote {len(files)} files to {generated / 'ztp'}: {len(switches)} switches, {len(ids)} DHCP "
+                        f"reservations" + (f", credentials for {len(switches)} switches (files 0600)"
+                                           if creds.any else "")))
     if waiting:
-        err.print(f"[yellow]note[/yellow] {len(waiting)} switches have no MAC or client-id yet, e.g. "
-                  f"{', '.join(waiting[:5])}: fill in {mac_file or base / TEMPLATE}", highlight=False)
+        show.note(err, f"{len(waiting)} switches have no MAC or client-id yet, e.g. "
+                       f"{', '.join(waiting[:5])}: fill in {mac_file or base / TEMPLATE}")
