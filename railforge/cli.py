@@ -14,10 +14,11 @@ import typer
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
-from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
+from railforge import show
 from railforge.allocator import keep_freed_memory
+from railforge.args import ArgumentError, check_path
 from railforge.change.cli import diff
 from railforge.change.guard import Refused, check_growth
 from railforge.entry import KeepUntilExit
@@ -79,7 +80,7 @@ def plain_help(typer_app: typer.Typer) -> None:
 
 def say_error(message: str) -> None:
     """One error line; the message is shown as it is (no markup, no emoji codes)."""
-    err.print(Text.assemble(("error", "red"), " ", message))
+    err.print(show.line("error", "red", message))
 
 
 def load_plan(spec_path: Path) -> Plan:
@@ -124,7 +125,7 @@ def summary_table(plan: Plan) -> Table:
 
     c = plan.cluster
     cabled = cabled_ports(plan)
-    t = Table(title=f"{c.name}: {c.gpus} GPUs, {c.nodes} nodes, {c.fabric} {c.tiers}-tier {c.mode}",
+    t = Table(title=show.text(f"{c.name}: {c.gpus} GPUs, {c.nodes} nodes, {c.fabric} {c.tiers}-tier {c.mode}"),
               caption=f"down: ports per switch laid out for {c.max_sus} SUs; cabled: the most on one switch now")
     for col in ("fabric", "tier", "switches", "down", "cabled", "up", "down Gb/s", "up Gb/s", "ratio"):
         t.add_column(col, justify="right" if col not in ("fabric", "tier") else "left")
@@ -171,6 +172,13 @@ def build(
                                                       "one renumbers, re-labels or re-cables what it has")] = False,
 ) -> None:
     """Write the plan and every artifact, atomically."""
+    try:
+        for path, option in ((spec, "SPEC"), (out, "--out"), (timings, "--timings")):
+            if path is not None:
+                check_path(path, option)
+    except ArgumentError as exc:
+        say_error(str(exc))
+        raise typer.Exit(2) from None
     gc.disable()
     keep_freed_memory()
     clock = StageClock()
@@ -236,7 +244,7 @@ def build(
     except OSError as exc:
         say_error(f"wrote {target}, but then {describe(exc)}")
         raise typer.Exit(1) from None
-    Console(stderr=True).print(f"wrote {len(output.written)} files to {target}", highlight=False)
+    err.print(show.text(f"wrote {len(output.written)} files to {target}"))
     if isinstance(ctx.obj, KeepUntilExit):
         ctx.obj.keep(plan)
 

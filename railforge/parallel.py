@@ -15,6 +15,7 @@ every process from taking further jobs, and the parent kills its children when i
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import os
 import pickle
@@ -94,10 +95,26 @@ def _take(jobs: list[Job], dispenser: int) -> list[JobResult]:
     return results
 
 
-def _child(jobs: list[Job], dispenser: int, fd: int) -> None:
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux prctl PR_SET_PDEATHSIG), so a killed
+    build leaves no worker writing into a staging folder; if the parent is already gone, exit now."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux: the parent's pipe check below remains
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _child(jobs: list[Job], dispenser: int, fd: int, parent: int) -> None:
     """A forked worker: run jobs, send ("ok", results) or ("error", exception) through `fd`, never return."""
     status = 0
     try:
+        die_with_parent(parent)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
         payload = pickle.dumps(("ok", _take(jobs, dispenser)))
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
@@ -167,12 +184,13 @@ def render_parallel(plan: Plan, families: list[Family], output: Output, workers:
     children: list[tuple[int, int]] = []
     gc.freeze()
     try:
+        parent = os.getpid()
         for _ in range(workers - 1):
             read, write = os.pipe()
             pid = os.fork()
             if pid == 0:
                 os.close(read)
-                _child(jobs, dispenser, write)
+                _child(jobs, dispenser, write, parent)
             os.close(write)
             children.append((pid, read))
         results = _take(jobs, dispenser)

@@ -13,6 +13,7 @@ import typer
 from railforge import show
 from railforge.args import ArgumentError, check_path, check_url
 from railforge.inputs import InputError
+from railforge.output import sweep_stale_stages
 from railforge.verify.source import MissingBuild, load_generated_plan
 from railforge.ztp.credentials import CredentialError, load_credentials
 from railforge.ztp.macs import TEMPLATE, MacFileError, provisioned, read_macs
@@ -47,6 +48,7 @@ def _mkdirs(stage: Path, folder: Path) -> None:
 def write_tree(generated: Path, files: list[ZtpFile]) -> None:
     """Replace generated/ztp as a whole; files are created with their final mode (no window at 0644)."""
     stage = generated / f".ztp.staging-{os.getpid()}"
+    sweep_stale_stages(generated, "ztp", marks=(None, Path(KEA_FILE).name))
     shutil.rmtree(stage, ignore_errors=True)
     try:
         for f in files:
