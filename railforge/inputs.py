@@ -106,19 +106,25 @@ def read_text(path: Path | str, max_bytes: int, what: str = "", hint: str = "", 
     return decode(read_bytes(path, max_bytes, what, hint), path, bom=bom)
 
 
-def parse_json(raw: bytes | str, source: object) -> object:
-    """JSON data within the depth, size and integer limits above."""
+def parse_json(raw: bytes | str, source: object, check: bool = True) -> object:
+    """JSON data within the depth, size and integer limits above; `check=False` leaves the walk over every value
+    to a caller whose model bounds the shape itself (plan.json, validated field by field)."""
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "surrogatepass")
+    else:
+        decode(raw, source)
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         line, col = exc.lineno, exc.colno
         reason = exc.msg
-        if "depth" in reason:
+        if "depth" in reason or "recursion" in reason:
             reason = f"nested deeper than {MAX_DEPTH} levels"
+        elif "infinity" in reason or "range" in reason:
+            reason = "a number too large (integers are read up to 64 bits, numbers up to 1.8e308)"
         raise InputError(source, f"not valid JSON at column {col}: {reason}", line=line) from None
-    check_json(data, source)
+    if check:
+        check_json(data, source)
     return data
 
 

@@ -11,7 +11,7 @@ from typing import IO, get_type_hints
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from railforge.inputs import InputError, read_bytes, shown, validation_errors
+from railforge.inputs import InputError, parse_json, read_bytes, shown, validation_errors
 from railforge.plan import SCHEMA_VERSION, Plan, Reliability
 
 _OPTS = orjson.OPT_SORT_KEYS
@@ -84,10 +84,7 @@ def check_references(plan: Plan, source: object) -> None:
 
 def parse_plan(raw: bytes, source: object) -> Plan:
     """A plan from plan.json's bytes: bounded JSON, the schema version, every field's type, every reference."""
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise InputError(source, f"not valid JSON at column {exc.colno}: {exc.msg}", line=exc.lineno) from None
+    data = parse_json(raw, source, check=False)
     version = data.get("schema_version") if isinstance(data, dict) else None
     if not isinstance(data, dict) or "devices" not in data:
         raise InputError(source, "not a railforge plan: want the JSON object `railforge build` writes as plan.json")
