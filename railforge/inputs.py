@@ -150,7 +150,9 @@ def check_json(data: object, source: object) -> None:
 def dotted(loc: tuple[str | int, ...]) -> str:
     out = ""
     for part in loc:
-        if isinstance(part, int):
+        if part == "[key]":
+            out += " (the key)"
+        elif isinstance(part, int):
             out += f"[{part}]"
         else:
             text = str(part)

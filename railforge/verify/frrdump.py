@@ -43,7 +43,7 @@ class _Loose(BaseModel):
 
 class Peer(_Loose):
     state: Name = "?"
-    remoteAs: int | str | None = None  # noqa: N815 - FRR's key
+    remoteAs: Any = None  # noqa: N815 - FRR's key; a number, or a word (`external`) on some versions
 
 
 class Family(_Loose):
@@ -100,7 +100,7 @@ def read_bgp_summary(path: Path) -> BgpSummary:
         for key, info in af.peers.items():
             if key in out.peers and out.peers[key].state == "Established":
                 continue
-            out.peers[key] = PeerState(info.state, info.remoteAs if isinstance(info.remoteAs, int) else None)
+            out.peers[key] = PeerState(info.state, info.remoteAs if type(info.remoteAs) is int else None)
     return out
 
 

@@ -62,13 +62,26 @@ class Neighbour(_Loose):
 
 
 class LldpBody(_Loose):
-    interface: dict[Name, Neighbour] | list[dict[Name, Neighbour]] = Field(default_factory=list)
+    interface: list[dict[Name, Neighbour]] = Field(default_factory=list)
 
 
 class LldpcliJson(_Loose):
-    """`lldpcli -f json show neighbors [details]`: one interface is an object, several a list of objects."""
+    """`lldpcli -f json show neighbors [details]`, in the one shape `_regular` gives it."""
 
-    lldp: LldpBody | list[LldpBody] = Field(default_factory=LldpBody)
+    lldp: LldpBody = Field(default_factory=LldpBody)
+
+
+def _regular(raw: object) -> object:
+    """lldpcli prints one interface as an object and several as a list of objects, and an empty table as
+    `{"lldp": []}` on some versions: make both lists, so the model has one shape (and errors one path)."""
+    if not isinstance(raw, dict):
+        return raw
+    lldp = raw.get("lldp")
+    if isinstance(lldp, list):
+        lldp = lldp[0] if lldp else {}
+    if isinstance(lldp, dict) and isinstance(lldp.get("interface"), dict):
+        lldp = {**lldp, "interface": [lldp["interface"]]}
+    return {**raw, "lldp": lldp} if "lldp" in raw else raw
 
 
 LLDPCLI = TypeAdapter(LldpcliJson)
@@ -101,13 +114,11 @@ def parse_lldpcli_json(text: str, device: str, names: PlanNames, source: str = "
     except InputError as exc:
         raise LldpFormatError(f"{where}: not lldpcli JSON ({exc.message})") from None
     try:
-        doc = validate(LLDPCLI, raw, where, "lldpcli JSON (`lldpcli -f json show neighbors details`)")
+        doc = validate(LLDPCLI, _regular(raw), where, "lldpcli JSON (`lldpcli -f json show neighbors details`)")
     except InputError as exc:
         raise LldpFormatError(str(exc)) from None
     obs = Observation(devices={device})
-    lldp = doc.lldp if isinstance(doc.lldp, LldpBody) else (doc.lldp[0] if doc.lldp else LldpBody())
-    interfaces = lldp.interface if isinstance(lldp.interface, list) else [lldp.interface]
-    for local, entry in ((k, v) for item in interfaces for k, v in item.items()):
+    for local, entry in ((k, v) for item in doc.lldp.interface for k, v in item.items()):
         sysname = _sysname(entry.chassis)
         port = entry.port
         port_id = port.id.value if port.id else ""
