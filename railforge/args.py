@@ -44,7 +44,8 @@ def check_path(path: Path | str, option: str) -> Path:
 def check_url(value: str, option: str, schemes: tuple[str, ...] = ("http", "https")) -> str:
     """An absolute URL of one of `schemes` with a host, an optional port 1-65535, no user, query or fragment,
     and no whitespace or control character anywhere."""
-    want = f"want an {'/'.join(s.upper() for s in schemes)} URL such as http://10.250.0.10:8080"
+    want = ("want the HTTP(S) URL, e.g. http://10.250.0.10:8080" if schemes == ("http", "https")
+            else f"want a URL of scheme {' or '.join(schemes)}")
     if len(value) > MAX_URL_CHARS:
         raise ArgumentError(f"{option} {shown(value)}: {len(value):,} characters; at most {MAX_URL_CHARS:,}")
     if (ch := control_char(value)) is not None or any(c.isspace() for c in value):

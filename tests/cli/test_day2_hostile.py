@@ -302,7 +302,7 @@ def test_paths_checked_at_the_door(path: str, message: str, tmp_path: Path) -> N
     ("http://10.0.0.1\x1b[31m", "holds '\\x1b'"),
     ("http://10.0.0.1:99999", "the port is not a number from 1 to 65535"),
     ("http://10.0.0.1:0", "port 0"),
-    ("ftp://10.0.0.1", "want an HTTP/HTTPS URL"),
+    ("ftp://10.0.0.1", "want the HTTP(S) URL, e.g. http://10.250.0.10:8080"),
     ("http://u:p@10.0.0.1", "no user, query or fragment"),
     ("http://10.0.0.1/$(reboot)", "shell/template character"),
     ("http://10.0.0.1/\u202e", "holds '\\u202e'"),

@@ -1,0 +1,257 @@
+"""Property-based fuzzing of every file and argument a day-2 tool takes: `diff`'s plans, `ztp --macs` and
+`--server`, `verify cabling --lldp` (both formats) and `--ibnetdiscover`, `verify fabric --frr`, `build --out`.
+
+Each surface gets FUZZ_EXAMPLES cases (500 unless RAILFORGE_FUZZ_EXAMPLES says otherwise), derandomized so CI
+runs the same cases every time. Inputs are a valid seed mutated at the byte level (markup, escapes, invalid
+UTF-8, deep nesting, huge numbers, truncation) or at the JSON level (any value or key replaced by arbitrary JSON).
+A case fails on an internal error (any exception but the CLI's exit), an exit status outside the documented
+set, a hang (SIGALRM after 20 s) or an unescaped control character in what was printed. The CLI runs in-process
+(typer's CliRunner), so a case costs milliseconds rather than an interpreter start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from railforge import show
+from railforge.args import ArgumentError, check_path, check_url
+from railforge.output import Output, OutputError
+from railforge.planio import read_plan
+from railforge.ztp.macs import TEMPLATE
+from tests.conftest import ROOT, run_cli
+from tests.helpers.hostile import check_output, invoke, mutated
+from tests.verify.test_verify import ibnetdiscover_text, sonic_table
+
+FUZZ_EXAMPLES = int(os.environ.get("RAILFORGE_FUZZ_EXAMPLES", "500"))
+TINY = ROOT / "tests" / "specs" / "tiny-roce.yaml"
+IB = ROOT / "tests" / "specs" / "configs-ib.yaml"
+LEAF = "su001-leaf-r0"
+
+fuzz = settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.function_scoped_fixture])
+
+
+def small_plan(full: dict) -> dict:
+    """The seed for diff: a valid plan cut down to one leaf, one spine and one node and the cables among them."""
+    keep = {LEAF, "spine01", "su001-gpu01"}
+    out = dict(full)
+    out["devices"] = [d for d in full["devices"] if d["name"] in keep]
+    out["links"] = [lk for lk in full["links"] if lk["a"]["device"] in keep and lk["b"]["device"] in keep]
+    return out
+
+
+@pytest.fixture(scope="module")
+def roce(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("roce") / "generated"
+    run_cli("build", str(TINY), "--out", str(out))
+    return out
+
+
+@pytest.fixture(scope="module")
+def ib(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("ib") / "generated"
+    run_cli("build", str(IB), "--out", str(out), "--only", "plan")
+    return out
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("fuzz")
+
+
+def _lldp_seed(roce: Path) -> bytes:
+    plan = read_plan(roce / "plan.json")
+    interfaces = []
+    for lk in plan.links:
+        if lk.b.device == LEAF or lk.a.device == LEAF:
+            mine, far = (lk.a, lk.b) if lk.a.device == LEAF else (lk.b, lk.a)
+            chassis = {far.device: {"id": {"type": "mac", "value": "0c:42:a1:00:00:01"}}}
+            interfaces.append({mine.port: {"chassis": chassis,
+                                           "port": {"id": {"type": "ifname", "value": far.port}, "descr": far.port,
+                                                    "auto-negotiation": {"current": "400GbaseCR8"}}}})
+    return json.dumps({"lldp": {"interface": interfaces[:4]}}).encode()
+
+
+@pytest.fixture(scope="module")
+def plans(roce: Path, work: Path) -> tuple[Path, bytes]:
+    seed = json.dumps(small_plan(json.loads((roce / "plan.json").read_bytes()))).encode()
+    old = work / "old"
+    old.mkdir()
+    (old / "plan.json").write_bytes(seed)
+    read_plan(old / "plan.json")
+    return old, seed
+
+
+def test_fuzz_diff_plans(plans: tuple[Path, bytes], work: Path) -> None:
+    old, seed = plans
+
+    @fuzz
+    @given(mutated(seed))
+    def case(data: bytes) -> None:
+        new = work / "new.json"
+        new.write_bytes(data)
+        invoke("diff", str(old), str(new), "--work-order", str(work / "wo.xlsx"), "--details", "3")
+
+    case()
+
+
+def test_fuzz_ztp_macs(roce: Path, work: Path) -> None:
+    rows = (roce / TEMPLATE).read_text().splitlines()
+    filled = [rows[0]] + [r.replace(",,,,", f",0c:42:a1:00:00:0{i},,SN{i},", 1) for i, r in enumerate(rows[1:4], 1)]
+    seed = ("\n".join(filled) + "\n").encode()
+
+    @fuzz
+    @given(mutated(seed))
+    def case(data: bytes) -> None:
+        f = work / "macs.csv"
+        f.write_bytes(data)
+        invoke("ztp", str(TINY), "--out", str(roce), "--server", "http://10.0.0.1:8080", "--macs", str(f),
+               codes=(0, 2))
+
+    case()
+
+
+urls = st.one_of(
+    st.text(max_size=40),
+    st.builds(lambda scheme, host, port, path: f"{scheme}://{host}{port}{path}",
+              st.sampled_from(["http", "https", "ftp", "HTTP", "", "javascript"]),
+              st.text(max_size=15) | st.sampled_from(["10.0.0.1", "[::1]", "ztp.example", "a b", "[/x]"]),
+              st.sampled_from(["", ":8080", ":0", ":99999", ":-1", ":x", ":65535"]) | st.text(max_size=6),
+              st.text(max_size=15) | st.sampled_from(["/", "/ztp", "/\n", "/\x1b[31m", "?q", "#f", "/$(x)"])))
+
+
+def _accepted(url: str) -> bool:
+    try:
+        check_url(url, "--server")
+    except ArgumentError:
+        return False
+    return True
+
+
+def test_fuzz_server_url(roce: Path) -> None:
+    """Every URL: refused at the door through the CLI (exit 2, clean message), or accepted only when it is safe
+    to write into Kea's configuration and the ZTP scripts; 50 accepted ones are written end to end."""
+    @fuzz
+    @given(urls)
+    def case(url: str) -> None:
+        try:
+            good = check_url(url, "--server")
+        except ArgumentError:
+            good = None
+        if good is None:
+            invoke("ztp", str(TINY), "--out", str(roce), "--server", url, codes=(2,))
+        else:
+            assert all(c.isprintable() and not c.isspace() for c in good)
+            assert not set(good) & set("\"'`$\\<>{}|^")
+            assert urlsplit(good).hostname and 0 < (urlsplit(good).port or 80) < 65536
+
+    @settings(fuzz, max_examples=min(50, FUZZ_EXAMPLES))
+    @given(urls.filter(_accepted))
+    def accepted(url: str) -> None:
+        good = check_url(url, "--server")
+        invoke("ztp", str(TINY), "--out", str(roce), "--server", url, codes=(0,))
+        assert f'"{good}/ztp/{LEAF}/sonic-finish.sh"' in (roce / "ztp" / LEAF / "ztp.json").read_text()
+
+    case()
+    accepted()
+
+
+def test_fuzz_lldp_json(roce: Path, work: Path) -> None:
+    seed = _lldp_seed(roce)
+    invoke("verify", "cabling", str(TINY), "--out", str(roce), "--lldp", str(_put(work / f"{LEAF}.json", seed)))
+
+    @fuzz
+    @given(mutated(seed))
+    def case(data: bytes) -> None:
+        invoke("verify", "cabling", str(TINY), "--out", str(roce), "--lldp", str(_put(work / f"{LEAF}.json", data)))
+
+    case()
+
+
+def test_fuzz_lldp_sonic_table(roce: Path, work: Path) -> None:
+    seed = sonic_table([("Ethernet0", "spine01", "Ethernet0", "Ethernet0"),
+                        ("Ethernet4", "spine02", "Ethernet0", "Ethernet0")]).encode()
+
+    @fuzz
+    @given(mutated(seed))
+    def case(data: bytes) -> None:
+        invoke("verify", "cabling", str(TINY), "--out", str(roce), "--lldp", str(_put(work / f"{LEAF}.txt", data)))
+
+    case()
+
+
+def test_fuzz_ibnetdiscover(ib: Path, work: Path) -> None:
+    plan = read_plan(ib / "plan.json")
+    compute = [lk for lk in plan.links if lk.fabric == "compute"]
+    seed = "\n".join(ibnetdiscover_text(plan, compute, {}).split("\n")[:60]).encode()
+
+    @fuzz
+    @given(mutated(seed))
+    def case(data: bytes) -> None:
+        invoke("verify", "cabling", str(IB), "--out", str(ib), "--ibnetdiscover", str(_put(work / "ibnet.txt", data)))
+
+    case()
+
+
+def test_fuzz_frr_dumps(roce: Path, work: Path) -> None:
+    bgp = json.dumps({"ipv4Unicast": {"as": 65100, "peers": {"Ethernet0": {"state": "Established", "remoteAs": 65001},
+                                                             "10.0.0.1": {"state": "Idle", "remoteAs": 65002}}}})
+    routes = json.dumps({"10.1.0.0/24": [{"protocol": "bgp", "selected": True, "nexthops": [
+        {"interfaceName": "Ethernet0", "fib": True}, {"interfaceName": "Ethernet4", "active": True}]}]})
+    which = st.sampled_from(["bgp-summary.json", "ip-route.json", "lldp.json"])
+    seeds = {"bgp-summary.json": bgp.encode(), "ip-route.json": routes.encode(), "lldp.json": _lldp_seed(roce)}
+
+    @fuzz
+    @given(st.data())
+    def case(data: st.DataObject) -> None:
+        name = data.draw(which)
+        frr = work / "frr"
+        shutil.rmtree(frr, ignore_errors=True)
+        for f, seed in seeds.items():
+            _put(frr / "spine01" / f, data.draw(mutated(seed)) if f == name else seed)
+        invoke("verify", "fabric", str(TINY), "--out", str(roce), "--frr", str(frr))
+
+    case()
+
+
+names = st.text(st.characters(codec="utf-8", exclude_characters="/"), min_size=1, max_size=300) | st.sampled_from(
+    ["out[/x]", "o\x1b[31m", "a" * 256, "x\ny", ".", "..", "[bold]", "\u202eevil"])
+
+
+def test_fuzz_build_out(work: Path) -> None:
+    """The door and the atomic output for any --out name: either refused with ArgumentError/OutputError, or
+    created, committed and named in a message without control characters."""
+    base = work / "outs"
+    base.mkdir()
+
+    @fuzz
+    @given(names)
+    def case(name: str) -> None:
+        target = base / name
+        try:
+            check_path(target, "--out")
+            out = Output(target)
+        except (ArgumentError, OutputError) as exc:
+            check_output(show.plain(str(exc), newlines=True))
+            return
+        out.write_text("plan.json", "{}\n")
+        out.commit()
+        assert (out.target / "plan.json").read_text() == "{}\n"
+        shutil.rmtree(out.target)
+
+    case()
+
+
+def _put(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
