@@ -54,7 +54,10 @@ def check_url(value: str, option: str, schemes: tuple[str, ...] = ("http", "http
     if not value.isascii():
         raise ArgumentError(f"{option} {shown(value)}: holds a non-ASCII character (write an IDN host in its "
                             f"xn-- form); {want}")
-    parts = urlsplit(value)
+    try:
+        parts = urlsplit(value)
+    except ValueError as exc:
+        raise ArgumentError(f"{option} {shown(value)}: {exc}; {want}") from None
     try:
         port = parts.port
     except ValueError:
