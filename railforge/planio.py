@@ -84,7 +84,10 @@ def check_references(plan: Plan, source: object) -> None:
 
 def parse_plan(raw: bytes, source: object) -> Plan:
     """A plan from plan.json's bytes: bounded JSON, the schema version, every field's type, every reference."""
-    data = parse_json(raw, source, check=False)
+    try:
+        data = parse_json(raw, source, check=False)
+    except InputError as exc:
+        raise InputError(source, f"not a railforge plan: {exc.message}", line=exc.line) from None
     version = data.get("schema_version") if isinstance(data, dict) else None
     if not isinstance(data, dict) or "devices" not in data:
         raise InputError(source, "not a railforge plan: want the JSON object `railforge build` writes as plan.json")
