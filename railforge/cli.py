@@ -166,7 +166,7 @@ def build(
     only: Annotated[str | None, typer.Option(help="comma-separated artifact families to write")] = None,
     limit: Annotated[str | None, typer.Option(help="only devices whose name matches this glob")] = None,
     timings: Annotated[Path | None, typer.Option(help="write per-stage wall/CPU seconds as JSON here")] = None,
-    jobs: Annotated[int, typer.Option(help="worker processes for rendering (1 = serial)", min=1)] = min(
+    jobs: Annotated[int, typer.Option(help="worker processes for rendering (1 = serial)", min=1, max=256)] = min(
         2, os.cpu_count() or 1),
     allow_renumber: Annotated[bool, typer.Option(help="replace an earlier plan in the output folder even if this "
                                                       "one renumbers, re-labels or re-cables what it has")] = False,
