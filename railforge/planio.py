@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from ipaddress import ip_interface
 from pathlib import Path
 from typing import IO, get_type_hints
 
@@ -82,6 +83,49 @@ def check_references(plan: Plan, source: object) -> None:
                                          f"which {shown(end.device)} does not have")
 
 
+_IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+                   r"(?:/(?:3[0-2]|[12]?\d))?")
+
+
+def _address(value: str | None, where: str, source: object) -> None:
+    """An address or prefix of the plan parses (tools hand them to ipaddress); IPv4 by a regular expression, as
+    a large plan holds millions."""
+    if value is None or _IPV4.fullmatch(value):
+        return
+    try:
+        ip_interface(value)
+    except ValueError:
+        raise InputError(source, f"{where}: {shown(value)} is not an IP address or prefix") from None
+
+
+def check_addresses(plan: Plan, source: object) -> None:
+    """Every address, gateway and prefix in the plan is one."""
+    for i, pool in enumerate(plan.pools):
+        _address(pool.prefix, f"pools[{i}].prefix", source)
+    for i, pn in enumerate(plan.pod_networks):
+        for f in ("subnet", "gateway", "range_start", "range_end"):
+            _address(getattr(pn, f), f"pod_networks[{i}].{f}", source)
+    for i, d in enumerate(plan.devices):
+        at = f"devices[{i}]"
+        _address(d.loopback, f"{at}.loopback", source)
+        _address(d.mgmt_address, f"{at}.mgmt_address", source)
+        for j, p in enumerate(d.ports):
+            _address(p.address, f"{at}.ports[{j}].address", source)
+        for j, h in enumerate(d.host_subnets):
+            for f in ("prefix", "gateway", "address"):
+                _address(getattr(h, f), f"{at}.host_subnets[{j}].{f}", source)
+        for j, r in enumerate(d.rails):
+            for f in ("address", "gateway", "pod_first", "pod_last"):
+                _address(getattr(r, f), f"{at}.rails[{j}].{f}", source)
+        if d.bond:
+            _address(d.bond.address, f"{at}.bond.address", source)
+            _address(d.bond.gateway, f"{at}.bond.gateway", source)
+            if d.bond.storage_vlan:
+                _address(d.bond.storage_vlan.address, f"{at}.bond.storage_vlan.address", source)
+        if d.bmc:
+            _address(d.bmc.address, f"{at}.bmc.address", source)
+
+
 def parse_plan(raw: bytes, source: object) -> Plan:
     """A plan from plan.json's bytes: bounded JSON, the schema version, every field's type, every reference."""
     try:
@@ -103,6 +147,7 @@ def parse_plan(raw: bytes, source: object) -> Plan:
     # so a plan read back renders and serialises to the same bytes
     plan.reliability = Reliability(**data["reliability"])
     check_references(plan, source)
+    check_addresses(plan, source)
     return plan
 
 

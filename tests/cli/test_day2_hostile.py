@@ -200,6 +200,14 @@ def test_plan_with_a_link_to_a_missing_device_is_refused(roce: Path, tmp_path: P
     assert "ends on port 'Ethernet999', which 'su001-leaf-r0' does not have" in one_line(text)
 
 
+def test_plan_with_a_bad_address_is_refused(roce: Path, tmp_path: Path) -> None:
+    data = plan_data(roce)
+    data["devices"][0]["loopback"] = "10.0.0.300/32"
+    bad = save_plan(tmp_path / "bad", data)
+    code, text = invoke("verify", "fabric", str(TINY), "--out", str(bad), "--frr", str(tmp_path), codes=(2,))
+    assert f"{bad}/plan.json: devices[0].loopback: '10.0.0.300/32' is not an IP address or prefix" in text
+
+
 def test_plan_with_a_path_as_device_name_is_refused(roce: Path, tmp_path: Path) -> None:
     data = plan_data(roce)
     data["devices"][0]["name"] = "../../etc"

@@ -81,12 +81,40 @@ def json_mutation(draw, seed: object) -> bytes:
     return json.dumps(doc, ensure_ascii=draw(st.booleans())).encode("utf-8", "surrogatepass")
 
 
+def _same_kind(value: object) -> st.SearchStrategy:
+    if isinstance(value, bool):
+        return st.booleans()
+    if isinstance(value, int):
+        return st.integers(-(2**63), 2**63 - 1) | st.sampled_from([0, -1, 1, 2**31, 65536])
+    if isinstance(value, float):
+        return st.floats(allow_nan=False, allow_infinity=False)
+    if isinstance(value, str):
+        return st.text(max_size=20) | st.sampled_from(["", "[/x]", "x\x1b[31m", "10.0.0.1/33", "::/200", "../x",
+                                                        value + "x", value.upper()])
+    return st.just(value)
+
+
+@st.composite
+def typed_mutation(draw, seed: object) -> bytes:
+    """The seed with one to three scalars replaced by another of the same JSON type: it passes a type check and
+    reaches the code after it (references, addresses, names)."""
+    doc = json.loads(json.dumps(seed))
+    for _ in range(draw(st.integers(1, 3))):
+        paths = [p for p in _paths(doc) if p]
+        path = draw(st.sampled_from(paths))
+        parent = doc
+        for p in path[:-1]:
+            parent = parent[p]
+        parent[path[-1]] = draw(_same_kind(parent[path[-1]]))
+    return json.dumps(doc).encode("utf-8", "surrogatepass")
+
+
 def mutated(seed: bytes) -> st.SearchStrategy[bytes]:
     try:
         doc = json.loads(seed)
     except ValueError:
         return byte_mutation(seed)
-    return st.one_of(byte_mutation(seed), json_mutation(doc))
+    return st.one_of(byte_mutation(seed), json_mutation(doc), typed_mutation(doc))
 
 
 @contextmanager
