@@ -264,3 +264,34 @@ def _put(path: Path, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return path
+
+
+def test_the_check_catches_a_crash_a_hang_and_an_escape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fuzz's judge is not vacuous: an internal error, a raw escape in the output and a hang all fail a case."""
+    import sys
+    import time
+
+    import typer
+
+    from railforge.change import cli as change_cli
+    from tests.helpers import hostile
+
+    def crash(path: Path) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(change_cli, "read_side", crash)
+    with pytest.raises(AssertionError, match="(?s)internal error: .*KeyError: 'boom'"):
+        invoke("diff", "a", "b")
+
+    def escape(path: Path) -> None:
+        sys.stdout.write("name \x1b[31mred\n")  # as rich writes: straight to the stream (click.echo strips ANSI)
+        raise typer.Exit(2)
+
+    monkeypatch.setattr(change_cli, "read_side", escape)
+    with pytest.raises(AssertionError, match="unescaped '\\\\x1b'"):
+        invoke("diff", "a", "b")
+
+    monkeypatch.setattr(change_cli, "read_side", lambda path: time.sleep(30))
+    monkeypatch.setattr(hostile, "HANG_S", 1)
+    with pytest.raises(AssertionError, match="(?s)TimeoutError: hung for more than 1 s"):
+        invoke("diff", "a", "b")
