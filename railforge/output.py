@@ -191,6 +191,9 @@ class Output:
         if self.target.is_symlink() or (self.target.exists() and not self.target.is_dir()):
             raise OutputError(f"{self.target} is not a folder; nothing was written")
         replaced = [] if self.limited else [rel for rel in self.replace_dirs if (self.stage / rel).is_dir()]
+        if (self.target / OWN_FILE).is_file():  # railforge's own output: a killed merge's folders moved aside go
+            for rel in self.replace_dirs:
+                sweep_stale_stages(self.target, PurePosixPath(rel).name, marks=(STAGE_MARK, None))
         for rel in replaced:
             old = self.target / f".{PurePosixPath(rel).name}.old-{os.getpid()}"
             if (self.target / rel).exists():

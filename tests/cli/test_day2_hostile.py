@@ -371,6 +371,15 @@ def test_old_tree_of_a_killed_build_is_swept(tmp_path: Path) -> None:
     assert not old2.exists()
 
 
+def test_partial_build_sweeps_folders_a_killed_merge_moved_aside(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    invoke("build", str(TINY), "--out", str(out), codes=(0,))
+    aside = out / f".ansible.old-{_dead_pid()}"
+    (aside / "x").mkdir(parents=True)
+    invoke("build", str(TINY), "--out", str(out), "--only", "inventory", codes=(0,))
+    assert not aside.exists() and (out / "ansible").is_dir()
+
+
 def test_forked_worker_dies_with_its_parent(tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
     code = (f"import os, time\nfrom railforge.parallel import die_with_parent\nparent = os.getpid()\n"
