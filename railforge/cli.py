@@ -23,7 +23,7 @@ from railforge.change.cli import diff
 from railforge.change.guard import Refused, check_growth
 from railforge.entry import KeepUntilExit
 from railforge.lab.cli import lab_app
-from railforge.output import Output, OutputError, UnsafePath, describe
+from railforge.output import Output, OutputError, UnsafePath, describe, no_group_or_other_write
 from railforge.parallel import render_parallel
 from railforge.plan import Plan
 from railforge.planner import build_plan
@@ -179,6 +179,7 @@ def build(
     except ArgumentError as exc:
         say_error(str(exc))
         raise typer.Exit(2) from None
+    no_group_or_other_write()
     gc.disable()
     keep_freed_memory()
     clock = StageClock()

@@ -29,6 +29,12 @@ def describe(exc: OSError) -> str:
     return f"cannot write{where}: {exc.strerror or exc}"
 
 
+def no_group_or_other_write() -> None:
+    """Add group/other write to the process umask (a stricter umask is kept): output folders 0755 and files 0644
+    even under `umask 000`, where they would otherwise be world-writable."""
+    os.umask(os.umask(0o022) | 0o022)
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

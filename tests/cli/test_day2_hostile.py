@@ -419,6 +419,16 @@ def test_ztp_folders_do_not_follow_the_umask(roce: Path, tmp_path: Path) -> None
     assert modes == {"0o755"}
 
 
+def test_build_modes_do_not_follow_a_permissive_umask(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for umask, files, dirs in (("000", "0o644", "0o755"), ("077", "0o600", "0o700")):
+        out = tmp_path / f"out{umask}"
+        subprocess.run(["sh", "-c", f'umask {umask} && exec "$0" -m railforge build "$1" --out "$2"', sys.executable,
+                        str(TINY), str(out)], check=True, env=env, cwd=ROOT, capture_output=True, timeout=300)
+        found = {(p.is_dir(), oct(p.stat().st_mode & 0o777)) for p in [out, *out.rglob("*")] if not p.is_symlink()}
+        assert found == {(False, files), (True, dirs)}, (umask, found)
+
+
 def test_full_disk_during_diff_gives_one_clean_error(roce: Path, tmp_path: Path) -> None:
     require_tool("root", "mount")
     small = tmp_path / "small"
