@@ -41,7 +41,8 @@ def diff(
     1 if anything existing is renumbered, re-labelled, re-cabled, moved or removed, 2 on bad input."""
     err = show.console(stderr=True)
     try:
-        check_path(work_order, "--work-order")
+        for path, option in ((old, "OLD"), (new, "NEW"), (work_order, "--work-order")):
+            check_path(path, option)
         a, b = read_side(old), read_side(new)
         check_comparable(a, b)
         cs = compare_sides(a, b)

@@ -110,7 +110,7 @@ def test_ztp_out_named_like_markup_exits_0(roce: Path, tmp_path: Path) -> None:
 
 def test_escapes_in_paths_are_shown_escaped() -> None:
     code, text = invoke("diff", "a\x1b[2Jb", "c", codes=(2,))
-    assert "a\\x1b[2Jb" in text
+    assert "error OLD 'a\\x1b[2Jb': holds the control character '\\x1b'; a path is printable text" in text
 
 
 def test_show_escapes_control_and_bidi_characters() -> None:
