@@ -255,9 +255,11 @@ def test_files_that_are_not_files(roce: Path, ib: Path, tmp_path: Path, kind: st
     elif surface == "macs":
         args = ["ztp", str(spec), "--out", str(gen), "--server", "http://10.0.0.1", "--macs", str(target)]
     elif surface == "lldp":
-        if kind == "folder":
-            pytest.skip("a folder is a valid --lldp (one file per device)")
-        target = target.rename(tmp_path / f"{LEAF}.json")
+        if kind == "folder":  # a folder is a valid --lldp (one file per device): put the FIFO inside it
+            os.mkfifo(target / f"{LEAF}.json")
+            kind = "fifo"
+        else:
+            target = target.rename(tmp_path / f"{LEAF}.json")
         args = ["verify", "cabling", str(spec), "--out", str(gen), "--lldp", str(target)]
     else:
         args = ["verify", "cabling", str(spec), "--out", str(gen), "--ibnetdiscover", str(target)]
