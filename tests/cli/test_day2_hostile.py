@@ -208,6 +208,20 @@ def test_plan_with_a_bad_address_is_refused(roce: Path, tmp_path: Path) -> None:
     assert f"{bad}/plan.json: devices[0].loopback: '10.0.0.300/32' is not an IP address or prefix" in text
 
 
+@pytest.mark.parametrize(("where", "name"), [("cluster", "c[/x]"), ("device", "leaf[/x]"), ("device", "x\x1b[2J")])
+def test_plan_with_markup_or_escapes_in_names_is_refused(roce: Path, tmp_path: Path, where: str, name: str) -> None:
+    data = plan_data(roce)
+    if where == "cluster":
+        data["cluster"]["name"] = name
+    else:
+        data["devices"][0]["name"] = name
+    bad = save_plan(tmp_path / "bad", data)
+    for args in (["diff", str(roce), str(bad)], ["ztp", str(TINY), "--out", str(bad), "--server", "http://10.0.0.1"]):
+        code, text = invoke(*args, codes=(2,))
+        field = "cluster.name" if where == "cluster" else "devices[0].name"
+        assert f"{bad}/plan.json: {field} {name!r} is not a {where} name" in text
+
+
 def test_plan_with_a_path_as_device_name_is_refused(roce: Path, tmp_path: Path) -> None:
     data = plan_data(roce)
     data["devices"][0]["name"] = "../../etc"
