@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import IO, get_type_hints
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from railforge.inputs import InputError, parse_json, read_bytes, shown, validation_errors
 from railforge.plan import SCHEMA_VERSION, Plan, Reliability
@@ -44,8 +44,18 @@ def _plan_file_model() -> type[BaseModel]:
     """plan.json's top level as a strict pydantic model over the plan's own dataclasses: no coercion ("3" is not
     an int), no unknown keys, at any depth."""
     hints = get_type_hints(Plan)
-    fields = {f.name: (hints[f.name], ...) for f in dataclasses.fields(Plan) if f.name != "views"}
+    fields = {f.name: (hints[f.name], _default(f)) for f in dataclasses.fields(Plan) if f.name != "views"}
     return create_model("PlanFile", __config__=ConfigDict(strict=True, extra="forbid"), **fields)
+
+
+def _default(f: dataclasses.Field) -> object:
+    """A top-level key with a default in `Plan` may be absent from plan.json (an older plan of the same schema
+    version); nested dataclasses keep their own defaults."""
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return Field(default_factory=f.default_factory)
+    return ...
 
 
 _PlanFile = _plan_file_model()
