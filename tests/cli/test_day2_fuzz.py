@@ -27,7 +27,7 @@ from railforge.output import Output, OutputError
 from railforge.planio import read_plan
 from railforge.ztp.macs import TEMPLATE
 from tests.conftest import ROOT, run_cli
-from tests.helpers.hostile import check_output, invoke, mutated
+from tests.helpers.hostile import check_output, invoke, json_mutation, mutated, typed_mutation
 from tests.verify.test_verify import ibnetdiscover_text, sonic_table
 
 FUZZ_EXAMPLES = int(os.environ.get("RAILFORGE_FUZZ_EXAMPLES", "500"))
@@ -228,6 +228,30 @@ def test_fuzz_frr_dumps(roce: Path, work: Path) -> None:
         for f, seed in seeds.items():
             _put(frr / "spine01" / f, data.draw(mutated(seed)) if f == name else seed)
         invoke("verify", "fabric", str(TINY), "--out", str(roce), "--frr", str(frr))
+
+    case()
+
+
+def test_fuzz_tools_over_hand_edited_plans(roce: Path, work: Path) -> None:
+    """A plan.json changed by hand (any value, or a value of the same type, so it can pass the model) under ztp and
+    verify: refused with the place of the bad value, or used without an internal error."""
+    seed = json.loads((roce / "plan.json").read_bytes())
+    gen = work / "hand-edited"
+    shutil.copytree(roce, gen)
+    frr = _put(work / "frr-plain" / "spine01" / "bgp-summary.json", b'{"ipv4Unicast": {"as": 1, "peers": {}}}').parent
+    _put(frr / "ip-route.json", b"{}")
+    lldp = _put(work / "lldp-plain" / f"{LEAF}.json", _lldp_seed(roce))
+
+    @settings(fuzz, max_examples=min(200, FUZZ_EXAMPLES))
+    @given(st.one_of(typed_mutation(seed), json_mutation(seed)), st.sampled_from(["ztp", "fabric", "cabling"]))
+    def case(data: bytes, tool: str) -> None:
+        (gen / "plan.json").write_bytes(data)
+        if tool == "ztp":
+            invoke("ztp", str(TINY), "--out", str(gen), "--server", "http://10.0.0.1", codes=(0, 2))
+        elif tool == "fabric":
+            invoke("verify", "fabric", str(TINY), "--out", str(gen), "--frr", str(frr.parent))
+        else:
+            invoke("verify", "cabling", str(TINY), "--out", str(gen), "--lldp", str(lldp))
 
     case()
 
