@@ -467,3 +467,18 @@ def test_full_disk_during_diff_gives_one_clean_error(roce: Path, tmp_path: Path)
         assert os.listdir(small) == ["filler"]
     finally:
         subprocess.run(["umount", str(small)], check=False)
+
+
+def test_make_root_guids_refuses_what_is_not_a_file(ib: Path, tmp_path: Path) -> None:
+    """The stdlib script shipped for the SM host: FIFO, device, huge number and non-UTF-8 are one line, exit 2."""
+    script = ib / "configs" / "opensm" / "make-root-guids"
+    roots = ib / "configs" / "opensm" / "root-switches.txt"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    cases = {str(fifo): f"{fifo}: not a regular file", "/dev/zero": "/dev/zero: not a regular file",
+             str(write(tmp_path / "n.txt", b'Switch ' + b"9" * 5000 + b' "S-1"\n')): "Exceeds the limit (4300 digits)",
+             str(write(tmp_path / "u.txt", b"Switch 1 \xff\n")): "not UTF-8 text (byte 0xff at offset 9)"}
+    for path, message in cases.items():
+        proc = subprocess.run([sys.executable, str(script), str(roots), path], capture_output=True, text=True,
+                              timeout=30)
+        assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
