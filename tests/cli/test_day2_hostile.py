@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel, TypeAdapter
 
 from railforge import show
 from railforge.args import ArgumentError, check_path, check_url
-from railforge.inputs import InputError, check_json, parse_json, read_bytes
+from railforge.inputs import InputError, Name, check_json, load_json, parse_json, read_bytes
 from railforge.output import STAGE_MARK, sweep_stale_stages
 from railforge.parallel import die_with_parent
 from railforge.planio import read_plan
@@ -356,6 +357,20 @@ def test_reader_limits(tmp_path: Path) -> None:
     assert parse_json(b'{"a": [1, 2.5, "x", null]}', "f") == {"a": [1, 2.5, "x", None]}
     with pytest.raises(InputError, match="f: an integer of more than 30 digits"):
         check_json({"a": [10**35]}, "f")
+
+    class Result(BaseModel):
+        node: Name
+        passed: bool
+
+    adapter = TypeAdapter(list[Result])
+    f = write(tmp_path / "r.json", b'[{"node": "gpu01", "passed": true}]')
+    assert load_json(f, adapter, "a result file", 100)[0].node == "gpu01"
+    write(f, b'[{"node": "gpu\\u001b01", "passed": "maybe"}]')
+    with pytest.raises(InputError) as exc:
+        load_json(f, adapter, "a result file", 100)
+    assert str(exc.value) == (f"{f}: not a result file: [0].node: 'gpu\\x1b01': holds the control character "
+                              "'\\x1b'; a name is one line of printable text; [0].passed: 'maybe': input should "
+                              "be a valid boolean, unable to interpret input")
 
 
 # --- clean-up, workers, umask, full disk ---
