@@ -198,10 +198,11 @@ def load_json(path: Path | str, adapter: TypeAdapter[T], what: str, max_bytes: i
 def control_char(text: str) -> str | None:
     """The first control, format, separator or surrogate character of `text` (one that moves a terminal's
     cursor, hides text or reorders it), else None."""
-    for ch in text:
-        if ch < " " or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co"):
-            return ch
-    return None
+    return next((ch for ch in text if is_control(ch)), None)
+
+
+def is_control(ch: str) -> bool:
+    return ch < " " or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co")
 
 
 def _plain(text: str) -> str:

@@ -7,13 +7,11 @@ raised MarkupError after the work was done. Everything printed goes through `Tex
 
 from __future__ import annotations
 
-import unicodedata
-
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-_UNSAFE = ("Cc", "Cf", "Zl", "Zp", "Cs", "Co")
+from railforge.inputs import is_control
 
 
 def plain(value: object, newlines: bool = False) -> str:
@@ -24,7 +22,7 @@ def plain(value: object, newlines: bool = False) -> str:
         return text
     out = []
     for ch in text:
-        if (ch == "\n" and newlines) or not (ch < " " or ch == "\x7f" or unicodedata.category(ch) in _UNSAFE):
+        if (ch == "\n" and newlines) or not is_control(ch):
             out.append(ch)
         else:
             out.append(repr(ch)[1:-1] if ch not in "\\'\"" else ch)

@@ -10,7 +10,6 @@ Dates stay strings and `2:1` stays a string (no YAML 1.1 timestamps or base-60 n
 from __future__ import annotations
 
 import re
-import unicodedata
 from pathlib import Path
 
 from yaml.composer import Composer
@@ -139,11 +138,7 @@ else:
             StrictResolver.__init__(self)
 
 
-def _bad_char(text: str) -> str | None:
-    for ch in text:
-        if ch < " " or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co"):
-            return ch
-    return None
+_bad_char = inputs.control_char
 
 
 def _check_scalar(node: ScalarNode) -> None:
