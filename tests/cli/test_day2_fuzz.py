@@ -27,7 +27,7 @@ from railforge.output import Output, OutputError
 from railforge.planio import read_plan
 from railforge.ztp.macs import TEMPLATE
 from tests.conftest import ROOT, run_cli
-from tests.helpers.hostile import check_output, invoke, json_mutation, mutated, typed_mutation
+from tests.helpers.hostile import check_output, invoke, json_mutation, markup_mutation, mutated, typed_mutation
 from tests.verify.test_verify import ibnetdiscover_text, sonic_table
 
 FUZZ_EXAMPLES = int(os.environ.get("RAILFORGE_FUZZ_EXAMPLES", "500"))
@@ -80,15 +80,18 @@ def work(tmp_path_factory) -> Path:
 
 
 def _lldp_seed(roce: Path) -> bytes:
+    """What su001-leaf-r0's lldpd reports for its first cables; half the ports carry no description, so a mutated
+    port id is judged (a description would otherwise name the planned port)."""
     plan = read_plan(roce / "plan.json")
     interfaces = []
     for lk in plan.links:
-        if lk.b.device == LEAF or lk.a.device == LEAF:
+        if LEAF in (lk.a.device, lk.b.device):
             mine, far = (lk.a, lk.b) if lk.a.device == LEAF else (lk.b, lk.a)
+            port = {"id": {"type": "ifname", "value": far.port}, "auto-negotiation": {"current": "400GbaseCR8"}}
+            if len(interfaces) % 2:
+                port["descr"] = far.port
             chassis = {far.device: {"id": {"type": "mac", "value": "0c:42:a1:00:00:01"}}}
-            interfaces.append({mine.port: {"chassis": chassis,
-                                           "port": {"id": {"type": "ifname", "value": far.port}, "descr": far.port,
-                                                    "auto-negotiation": {"current": "400GbaseCR8"}}}})
+            interfaces.append({mine.port: {"chassis": chassis, "port": port}})
     return json.dumps({"lldp": {"interface": interfaces[:4]}}).encode()
 
 
@@ -243,7 +246,8 @@ def test_fuzz_tools_over_hand_edited_plans(roce: Path, work: Path) -> None:
     lldp = _put(work / "lldp-plain" / f"{LEAF}.json", _lldp_seed(roce))
 
     @settings(fuzz, max_examples=min(200, FUZZ_EXAMPLES))
-    @given(st.one_of(typed_mutation(seed), json_mutation(seed)), st.sampled_from(["ztp", "fabric", "cabling"]))
+    @given(st.one_of(typed_mutation(seed), json_mutation(seed), markup_mutation(seed)),
+           st.sampled_from(["ztp", "fabric", "cabling"]))
     def case(data: bytes, tool: str) -> None:
         (gen / "plan.json").write_bytes(data)
         if tool == "ztp":

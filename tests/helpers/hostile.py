@@ -23,6 +23,8 @@ TOKENS = [b"[/x]", b"[bold red]", b"[/]", b"\x1b[31m", b"\x1b]0;title\x07", b"\r
           b"true", b"-1", b"1e999", b"9" * 5000, b"[" * 3000, b'{"a":' * 64, b"\t", b"#", b"x" * 5000, b"0x",
           b" ", b"/", b"..", b"%s", b"{{ x }}", b"\\", b"'", b"\xf0\x9f\x92\xa9"]
 
+MARKUP = ["[/x]", "[bold]x[/bold]", "[/]", "\x1b[31m", "\r", "\u202e", "[link=x]"]
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
     | st.text(alphabet=st.characters(codec="utf-8"), max_size=12) | st.sampled_from(["[/x]", "\x1b[2J", "a\u202eb"]),
@@ -88,9 +90,10 @@ def _same_kind(value: object) -> st.SearchStrategy:
         return st.integers(-(2**63), 2**63 - 1) | st.sampled_from([0, -1, 1, 2**31, 65536])
     if isinstance(value, float):
         return st.floats(allow_nan=False, allow_infinity=False)
-    if isinstance(value, str):
-        return st.text(max_size=20) | st.sampled_from(["", "[/x]", "x\x1b[31m", "10.0.0.1/33", "::/200", "../x",
-                                                        value + "x", value.upper()])
+    if isinstance(value, str):  # a third of the time the value itself with markup or an escape added
+        return st.one_of(st.text(max_size=20),
+                         st.sampled_from(["", "[/x]", "x\x1b[31m", "10.0.0.1/33", "::/200", "../x", value.upper()]),
+                         st.sampled_from(MARKUP).map(lambda tail: value + tail))
     return st.just(value)
 
 
@@ -109,12 +112,38 @@ def typed_mutation(draw, seed: object) -> bytes:
     return json.dumps(doc).encode("utf-8", "surrogatepass")
 
 
+def _strings(value: object, here: tuple = ()) -> list[tuple]:
+    return [p for p in _paths(value, here) if p and isinstance(_at(value, p), str)]
+
+
+def _at(doc: object, path: tuple) -> object:
+    for p in path:
+        doc = doc[p]
+    return doc
+
+
+@st.composite
+def markup_mutation(draw, seed: object) -> bytes:
+    """One or two string values of the seed with markup or an escape written into them: the cases that reach a
+    printer most directly."""
+    doc = json.loads(json.dumps(seed))
+    strings = _strings(doc)
+    for _ in range(draw(st.integers(1, 2)) if strings else 0):
+        path = draw(st.sampled_from(strings))
+        parent = _at(doc, path[:-1])
+        text = parent[path[-1]]
+        cut = draw(st.integers(0, len(text)))
+        token = draw(st.sampled_from(["[/x]", "[/]", "[bold]", "\x1b[2J", "\u202e"]))
+        parent[path[-1]] = text[:cut] + token + text[cut:]
+    return json.dumps(doc).encode("utf-8", "surrogatepass")
+
+
 def mutated(seed: bytes) -> st.SearchStrategy[bytes]:
     try:
         doc = json.loads(seed)
     except ValueError:
         return byte_mutation(seed)
-    return st.one_of(byte_mutation(seed), json_mutation(doc), typed_mutation(doc))
+    return st.one_of(byte_mutation(seed), json_mutation(doc), typed_mutation(doc), markup_mutation(doc))
 
 
 @contextmanager
