@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from railforge.inputs import InputError, MiB, read_bytes
+from railforge import outdir
+from railforge.inputs import MiB, read_bytes
+from railforge.outdir import PlanFileError
 from railforge.plan import Plan
-from railforge.planio import read_plan
 
 CONFIG_MAX_BYTES = 64 * MiB
 
@@ -26,7 +27,7 @@ class Side:
         """configs/<device>/* of a build folder (empty for a bare plan file)."""
         if self.folder is None:
             return {}
-        d = self.folder / "configs" / device
+        d = self.folder / outdir.config_dir(device)
         if not d.is_dir():
             return {}
         return {f.name: read_bytes(f, CONFIG_MAX_BYTES) for f in sorted(d.iterdir()) if f.is_file()}
@@ -34,7 +35,7 @@ class Side:
 
 def plan_path(path: Path) -> tuple[Path, Path | None]:
     if path.is_dir():
-        p = path / "plan.json"
+        p = path / outdir.PLAN
         if not p.is_file():
             raise ChangeInputError(f"{path}: build folder without a plan (no {p.name}); build it with "
                                    f"`railforge build SPEC --out {path}` or give a plan.json")
@@ -47,9 +48,10 @@ def plan_path(path: Path) -> tuple[Path, Path | None]:
 def read_side(path: Path) -> Side:
     source, folder = plan_path(path)
     try:
-        return Side(read_plan(source), source, folder)
-    except InputError as exc:
+        plan = outdir.read(source)
+    except PlanFileError as exc:
         raise ChangeInputError(str(exc)) from None
+    return Side(plan, source, folder)
 
 
 def check_comparable(old: Side, new: Side) -> None:

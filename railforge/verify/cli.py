@@ -19,7 +19,7 @@ from railforge.verify.ibnet import IbnetFormatError, parse_ibnetdiscover, read_i
 from railforge.verify.lldp import LldpFormatError, load_lldp
 from railforge.verify.names import PlanNames
 from railforge.verify.observed import Observation
-from railforge.verify.source import MissingBuild, load_generated_plan
+from railforge.verify.source import BuildError, MissingBuild, load_generated_plan
 
 
 def _check_paths(**paths: Path | None) -> None:
@@ -64,7 +64,7 @@ def cabling(
             links = [lk for lk in plan.links if lk.fabric == "compute"]
             runs.append(("ibnetdiscover", links, parse_ibnetdiscover(read_ibnetdiscover(ibnetdiscover), plan,
                                                                       str(ibnetdiscover))))
-    except (MissingBuild, LldpFormatError, IbnetFormatError, InputError, ArgumentError, OSError) as exc:
+    except (BuildError, LldpFormatError, IbnetFormatError, InputError, ArgumentError, OSError) as exc:
         show.error(err, exc)
         raise typer.Exit(2) from None
     ok = True
@@ -104,7 +104,7 @@ def fabric(
         if not frr.is_dir():
             raise MissingBuild(f"{frr}: not a folder (want one <switch>/ folder per switch)")
         result = verify_fabric(plan, frr, check_speed=speed, partial=partial)
-    except (MissingBuild, InputError, ArgumentError, OSError) as exc:
+    except (BuildError, InputError, ArgumentError, OSError) as exc:
         show.error(err, exc)
         raise typer.Exit(2) from None
     report = result.report

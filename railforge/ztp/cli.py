@@ -10,16 +10,16 @@ from typing import Annotated
 
 import typer
 
-from railforge import show
+from railforge import outdir, show
 from railforge.args import ArgumentError, check_path, check_url
 from railforge.inputs import InputError
+from railforge.outdir import BuildError
 from railforge.output import sweep_stale_stages
-from railforge.verify.source import MissingBuild, load_generated_plan
 from railforge.ztp.credentials import CredentialError, load_credentials
 from railforge.ztp.macs import TEMPLATE, MacFileError, provisioned, read_macs
 from railforge.ztp.render import DhcpOptions, ZtpError, ZtpFile, kea_config, switch_files
 
-KEA_FILE = "ztp/kea-dhcp4.conf"
+KEA_FILE = outdir.KEA
 
 
 def _server(value: str) -> str:
@@ -52,16 +52,16 @@ def write_tree(generated: Path, files: list[ZtpFile]) -> None:
     shutil.rmtree(stage, ignore_errors=True)
     try:
         for f in files:
-            dest = stage / Path(f.path).relative_to("ztp")
+            dest = stage / Path(f.path).relative_to(outdir.ZTP)
             _mkdirs(stage, dest.parent)
             fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, f.mode)
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(f.text)
             os.chmod(dest, f.mode)
         old = generated / f".ztp.old-{os.getpid()}"
-        if (generated / "ztp").exists():
-            os.rename(generated / "ztp", old)
-        os.rename(stage, generated / "ztp")
+        if (generated / outdir.ZTP).exists():
+            os.rename(generated / outdir.ZTP, old)
+        os.rename(stage, generated / outdir.ZTP)
         shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
@@ -89,7 +89,7 @@ def ztp(
         for value, option in ((out, "--out"), (macs, "--macs"), (cluster, "CLUSTER")):
             if value is not None:
                 check_path(value, option)
-        plan, generated = load_generated_plan(cluster, out)
+        plan, generated = outdir.load(cluster, out)
         base = cluster.parent if cluster.suffix in (".yaml", ".yml") else cluster
         mac_file = macs if macs is not None else (base / TEMPLATE if (base / TEMPLATE).is_file() else None)
         ids = read_macs(mac_file, plan) if mac_file else []
@@ -104,15 +104,15 @@ def ztp(
         for e in exc.errors:
             show.error(err, e)
         raise typer.Exit(2) from None
-    except (MissingBuild, CredentialError, ZtpError, InputError, ArgumentError, OSError) as exc:
+    except (BuildError, CredentialError, ZtpError, InputError, ArgumentError, OSError) as exc:
         show.error(err, exc)
         raise typer.Exit(2) from None
     switches = provisioned(plan)
     known = {i.switch for i in ids}
     waiting = [d.name for d in switches if d.name not in known]
-    err.print(show.text(f"wrote {len(files)} files to {generated / 'ztp'}: {len(switches)} switches, {len(ids)} DHCP "
-                        f"reservations" + (f", credentials for {len(switches)} switches (files 0600)"
-                                           if creds.any else "")))
+    err.print(show.text(f"wrote {len(files)} files to {generated / outdir.ZTP}: {len(switches)} switches, "
+                        f"{len(ids)} DHCP reservations" + (f", credentials for {len(switches)} switches (files 0600)"
+                                                            if creds.any else "")))
     if waiting:
         show.note(err, f"{len(waiting)} switches have no MAC or client-id yet, e.g. "
                        f"{', '.join(waiting[:5])}: fill in {mac_file or base / TEMPLATE}")
