@@ -113,6 +113,9 @@ def parse_lldpcli_json(text: str, device: str, names: PlanNames, source: str = "
         raw = parse_json(text, where)
     except InputError as exc:
         raise LldpFormatError(f"{where}: not lldpcli JSON ({exc.message})") from None
+    if not isinstance(raw, dict) or "lldp" not in raw:
+        raise LldpFormatError(f"{where}: not lldpcli JSON (no top-level 'lldp' object; expected the output of "
+                              "`lldpcli -f json show neighbors details`)")
     try:
         doc = validate(LLDPCLI, _regular(raw), where, "lldpcli JSON (`lldpcli -f json show neighbors details`)")
     except InputError as exc:
@@ -187,7 +190,7 @@ def parse_lldp_file(path: Path, names: PlanNames, device: str | None = None) -> 
     if names.device(dev) is None:
         raise LldpFormatError(f"{path}: file name must be a planned device name, {shown(dev)} is not in the plan")
     dev = names.device(dev) or dev
-    if text.lstrip().startswith("{"):
+    if path.suffix == ".json" or text.lstrip().startswith(("{", "[")):
         return parse_lldpcli_json(text, dev, names, str(path))
     return parse_sonic_lldp_table(text, dev, names, str(path))
 

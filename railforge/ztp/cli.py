@@ -114,5 +114,7 @@ def ztp(
                         f"{len(ids)} DHCP reservations" + (f", credentials for {len(switches)} switches (files 0600)"
                                                             if creds.any else "")))
     if waiting:
-        show.note(err, f"{len(waiting)} switches have no MAC or client-id yet, e.g. "
-                       f"{', '.join(waiting[:5])}: fill in {mac_file or base / TEMPLATE}")
+        where = (f"fill in {mac_file}" if mac_file else
+                 f"copy {generated / TEMPLATE} (the build's template) to {base / TEMPLATE}, fill it in and rerun "
+                 "(or pass --macs FILE); the build replaces generated/, so keep the filled-in copy outside it")
+        show.note(err, f"{len(waiting)} switches have no MAC or client-id yet, e.g. {', '.join(waiting[:5])}: {where}")
