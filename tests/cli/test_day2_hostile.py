@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -92,7 +93,7 @@ def test_markup_in_frr_peer_key_is_printed_as_text(roce: Path, tmp_path: Path) -
 def test_build_into_a_folder_named_like_markup_exits_0(tmp_path: Path) -> None:
     out = tmp_path / "out[/x]"
     code, text = invoke("build", str(TINY), "--out", str(out), codes=(0,))
-    assert f"wrote 94 files to {out}" in text and (out / "plan.json").is_file()
+    assert re.search(rf"wrote \d+ files to {re.escape(str(out))}", text) and (out / "plan.json").is_file()
 
 
 def test_diff_work_order_named_like_markup_exits_0(roce: Path, tmp_path: Path) -> None:
