@@ -18,15 +18,16 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
-from railforge import outdir
+from railforge import outdir, show
 from railforge.allocator import keep_freed_memory
+from railforge.args import ArgumentError, check_path
 from railforge.baremetal.cli import bmc_app, boot_app
 from railforge.change.cli import diff
 from railforge.change.guard import Refused, check_growth
 from railforge.entry import KeepUntilExit
 from railforge.growth import growth_note
 from railforge.lab.cli import lab_app
-from railforge.output import Output, OutputError, UnsafePath, describe
+from railforge.output import Output, OutputError, UnsafePath, describe, no_group_or_other_write
 from railforge.parallel import jobs_for, render_parallel
 from railforge.plan import Plan
 from railforge.planner import build_plan
@@ -95,14 +96,14 @@ def plain_help(typer_app: typer.Typer) -> None:
 
 def say_error(message: str) -> None:
     """One error line; the message is shown as it is (no markup, no emoji codes)."""
-    err.print(Text.assemble(("error", "red"), " ", message))
+    err.print(show.line("error", "red", message))
 
 
 def load_plan(spec_path: Path) -> Plan:
     try:
         spec, lines = load_spec(spec_path)
         for w in spec_warnings(spec, lines, str(spec_path)):
-            err.print(Text.assemble(("warning", "yellow"), " ", w.render()))
+            err.print(show.line("warning", "yellow", w.render()))
         return build_plan(spec, lines, str(spec_path))
     except SpecErrors as exc:
         for e in exc.errors:
@@ -142,7 +143,7 @@ def summary_table(plan: Plan) -> Table:
 
     c = plan.cluster
     cabled = cabled_ports(plan)
-    t = Table(title=f"{c.name}: {c.gpus} GPUs, {c.nodes} nodes, {c.fabric} {c.tiers}-tier {c.mode}",
+    t = Table(title=show.text(f"{c.name}: {c.gpus} GPUs, {c.nodes} nodes, {c.fabric} {c.tiers}-tier {c.mode}"),
               caption=f"down: ports per switch laid out for {c.max_sus} SUs; cabled: the most on one switch now")
     for col in ("fabric", "tier", "switches", "down", "cabled", "up", "down Gb/s", "up Gb/s", "ratio"):
         t.add_column(col, justify="right" if col not in ("fabric", "tier") else "left")
@@ -188,9 +189,9 @@ def init(
     except StarterError as exc:
         say_error(str(exc))
         raise typer.Exit(2) from None
-    Console(highlight=False).print(Text(
+    Console(highlight=False).print(Text(show.plain(
         f"wrote {path}\nnext: edit it (every key: docs/spec/reference.md), then\n"
-        f"  railforge validate {path}\n  railforge build {path}"))
+        f"  railforge validate {path}\n  railforge build {path}", newlines=True)))
 
 
 @app.command()
@@ -201,7 +202,7 @@ def validate(spec: SpecArg) -> None:
     if not out.is_terminal:
         out = Console(emoji=False, highlight=False, width=160)
     out.print(summary_table(plan))
-    out.print(Text(growth_note(plan)))
+    out.print(Text(show.plain(growth_note(plan), newlines=True)))
     for fam in families():
         if fam.name == "report":
             from railforge.render.report import report_markdown
@@ -222,12 +223,20 @@ def build(
                                                   + ", ".join(f.name for f in families()))] = None,
     limit: Annotated[str | None, typer.Option(help="only devices whose name matches this glob")] = None,
     timings: Annotated[Path | None, typer.Option(help="write per-stage wall/CPU seconds as JSON here")] = None,
-    jobs: Annotated[int, typer.Option(help="worker processes for rendering (1 = serial)", min=1)] = min(
+    jobs: Annotated[int, typer.Option(help="worker processes for rendering (1 = serial)", min=1, max=256)] = min(
         2, os.cpu_count() or 1),
     allow_renumber: Annotated[bool, typer.Option(help="replace an earlier plan in the output folder even if this "
                                                       "one renumbers, re-labels or re-cables what it has")] = False,
 ) -> None:
     """Write the plan and every artifact, atomically."""
+    try:
+        for path, option in ((spec, "SPEC"), (out, "--out"), (timings, "--timings")):
+            if path is not None:
+                check_path(path, option)
+    except ArgumentError as exc:
+        say_error(str(exc))
+        raise typer.Exit(2) from None
+    no_group_or_other_write()
     gc.disable()
     keep_freed_memory()
     clock = StageClock()
@@ -293,9 +302,9 @@ def build(
     except OSError as exc:
         say_error(f"wrote {target}, but then {describe(exc)}")
         raise typer.Exit(1) from None
-    Console(stderr=True).print(f"wrote {len(output.written)} files to {target}", highlight=False)
+    err.print(show.text(f"wrote {len(output.written)} files to {target}"))
     if not partial:
-        Console(stderr=True, highlight=False).print(Text(growth_note(plan)))
+        err.print(Text(show.plain(growth_note(plan), newlines=True)))
     if isinstance(ctx.obj, KeepUntilExit):
         ctx.obj.keep(plan)
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
-
-from railforge.plan import SCHEMA_VERSION, Plan
+from railforge.inputs import InputError
+from railforge.plan import Plan
 from railforge.planio import read_plan
 
 GENERATED = "generated"
@@ -51,18 +50,12 @@ def locate(cluster: Path, out: Path | None = None) -> Path:
 
 
 def read(source: Path) -> Plan:
-    """A plan.json of the schema version this railforge writes; any other file is refused by name."""
-    try:
-        raw_version = orjson.loads(source.read_bytes()).get("schema_version")
-    except (orjson.JSONDecodeError, AttributeError) as exc:
-        raise PlanFileError(f"{source}: not a railforge plan (JSON: {exc})") from None
-    if raw_version != SCHEMA_VERSION:
-        raise PlanFileError(f"{source}: plan schema_version {raw_version!r}; this railforge reads "
-                            f"schema_version {SCHEMA_VERSION}: rebuild it with this version")
+    """A plan.json of the schema version this railforge writes, through the strict reader (`planio.read_plan`:
+    regular file, bounded, every field's type, every reference); any other file is refused by name and place."""
     try:
         return read_plan(source)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise PlanFileError(f"{source}: not a railforge plan ({type(exc).__name__}: {exc})") from None
+    except InputError as exc:
+        raise PlanFileError(str(exc)) from None
 
 
 def load(cluster: Path, out: Path | None = None) -> tuple[Plan, Path]:

@@ -31,6 +31,12 @@ def describe(exc: OSError) -> str:
     return f"cannot write{where}: {exc.strerror or exc}"
 
 
+def no_group_or_other_write() -> None:
+    """Add group/other write to the process umask (a stricter umask is kept): output folders 0755 and files 0644
+    even under `umask 000`, where they would otherwise be world-writable."""
+    os.umask(os.umask(0o022) | 0o022)
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -41,10 +47,12 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def sweep_stale_stages(parent: Path, name: str) -> list[Path]:
-    """Remove `.NAME.staging-PID` folders left by killed builds: only real folders (not links) that carry
-    railforge's mark, belong to this user, and whose PID is gone. Returns what was removed."""
-    pattern = re.compile(rf"\.{re.escape(name)}\.staging-(\d+)")
+def sweep_stale_stages(parent: Path, name: str, marks: tuple[str | None, str | None] = (STAGE_MARK, OWN_FILE)
+                       ) -> list[Path]:
+    """Remove `.NAME.staging-PID` and `.NAME.old-PID` folders left by killed builds: only real folders (not links)
+    that belong to this user, whose PID is gone, and that carry railforge's mark (a staging folder its
+    STAGE_MARK, a previous output moved aside its OWN_FILE; `marks` names others). Returns what was removed."""
+    pattern = re.compile(rf"\.{re.escape(name)}\.(staging|old)-(\d+)")
     removed = []
     try:
         entries = list(os.scandir(parent))
@@ -52,13 +60,14 @@ def sweep_stale_stages(parent: Path, name: str) -> list[Path]:
         return removed
     for entry in entries:
         m = pattern.fullmatch(entry.name)
-        if not m or int(m.group(1)) == os.getpid() or _pid_alive(int(m.group(1))):
+        if not m or int(m.group(2)) == os.getpid() or _pid_alive(int(m.group(2))):
             continue
         try:
             st = entry.stat(follow_symlinks=False)
             if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
                 continue
-            if not os.path.isfile(os.path.join(entry.path, STAGE_MARK)):
+            mark = marks[0] if m.group(1) == "staging" else marks[1]
+            if mark is not None and not os.path.isfile(os.path.join(entry.path, mark)):
                 continue
             shutil.rmtree(entry.path)
             removed.append(Path(entry.path))
@@ -190,6 +199,9 @@ class Output:
         if self.target.is_symlink() or (self.target.exists() and not self.target.is_dir()):
             raise OutputError(f"{self.target} is not a folder; nothing was written")
         replaced = [] if self.limited else [rel for rel in self.replace_dirs if (self.stage / rel).is_dir()]
+        if (self.target / OWN_FILE).is_file():  # railforge's own output: a killed merge's folders moved aside go
+            for rel in self.replace_dirs:
+                sweep_stale_stages(self.target, PurePosixPath(rel).name, marks=(STAGE_MARK, None))
         for rel in replaced:
             old = self.target / f".{PurePosixPath(rel).name}.old-{os.getpid()}"
             if (self.target / rel).exists():

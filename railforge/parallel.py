@@ -15,6 +15,7 @@ every process from taking further jobs, and the parent kills its children when i
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import os
 import pickle
@@ -99,10 +100,26 @@ def _take(jobs: list[Job], dispenser: int, done: int | None = None) -> list[JobR
     return results
 
 
-def _child(jobs: list[Job], dispenser: int, fd: int, done: int | None = None) -> None:
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux prctl PR_SET_PDEATHSIG), so a killed
+    build leaves no worker writing into a staging folder; if the parent is already gone, exit now."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux: the parent's pipe check below remains
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _child(jobs: list[Job], dispenser: int, fd: int, parent: int, done: int | None = None) -> None:
     """A forked worker: run jobs, send ("ok", results) or ("error", exception) through `fd`, never return."""
     status = 0
     try:
+        die_with_parent(parent)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
         payload = pickle.dumps(("ok", _take(jobs, dispenser, done)))
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
@@ -188,6 +205,7 @@ def render_parallel(plan: Plan, families: list[Family], output: Output, workers:
     children: list[tuple[int, int]] = []
     gc.freeze()
     try:
+        parent = os.getpid()
         for _ in range(workers - 1):
             read, write = os.pipe()
             pid = os.fork()
@@ -195,7 +213,7 @@ def render_parallel(plan: Plan, families: list[Family], output: Output, workers:
                 os.close(read)
                 if done_read is not None:
                     os.close(done_read)
-                _child(jobs, dispenser, write, done_write)
+                _child(jobs, dispenser, write, parent, done_write)
             os.close(write)
             children.append((pid, read))
         if done_read is not None and on_done is not None:

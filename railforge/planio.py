@@ -1,36 +1,19 @@
-"""plan.json: one object per line inside `devices` and `links`, so large plans stream and diff well."""
+"""plan.json: one object per line inside `devices` and `links`, so large plans stream and diff well; read back
+through the strict reader (`railforge.inputs`), then checked against the plan's types and its own references."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from ipaddress import ip_interface
 from pathlib import Path
-from typing import IO
+from typing import IO, get_type_hints
 
 import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from railforge.plan import (
-    AsnPool,
-    Bmc,
-    Bond,
-    BondMember,
-    ClusterSummary,
-    Device,
-    DeviceType,
-    Endpoint,
-    HostSubnet,
-    Link,
-    NodeTopology,
-    Plan,
-    PodNetwork,
-    Pool,
-    Port,
-    Qos,
-    Rack,
-    RailInterface,
-    Reliability,
-    Tenant,
-    TierSummary,
-    VlanInterface,
-)
+from railforge.inputs import InputError, parse_json, read_bytes, shown, validation_errors
+from railforge.plan import SCHEMA_VERSION, Plan, Reliability
 
 _OPTS = orjson.OPT_SORT_KEYS
 # items per write (256 nodes ~1.5 MB). One write per item (~6 KB for a node) made a 131K plan.json 51,408 writes
@@ -55,48 +38,131 @@ def write_plan(plan: Plan, fh: IO[bytes]) -> None:
     fh.write(b"\n}\n")
 
 
-def _port(p: dict) -> Port:
-    return Port(**p)
+PLAN_MAX_BYTES = 4 << 30
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-def _device(x: dict) -> Device:
-    x = dict(x)
-    x["ports"] = [_port(p) for p in x["ports"]]
-    x["host_subnets"] = [HostSubnet(**h) for h in x["host_subnets"]]
-    x["rails"] = [RailInterface(**r) for r in x["rails"]]
-    if x["bond"]:
-        b = dict(x["bond"])
-        b["members"] = [BondMember(**m) for m in b["members"]]
-        b["storage_vlan"] = VlanInterface(**b["storage_vlan"]) if b["storage_vlan"] else None
-        x["bond"] = Bond(**b)
-    x["bmc"] = Bmc(**x["bmc"]) if x["bmc"] else None
-    x["topology"] = NodeTopology(**x["topology"]) if x["topology"] else None
-    return Device(**x)
+def _plan_file_model() -> type[BaseModel]:
+    """plan.json's top level as a strict pydantic model over the plan's own dataclasses: no coercion ("3" is not
+    an int), no unknown keys, at any depth."""
+    hints = get_type_hints(Plan)
+    fields = {f.name: (hints[f.name], _default(f)) for f in dataclasses.fields(Plan) if f.name != "views"}
+    return create_model("PlanFile", __config__=ConfigDict(strict=True, extra="forbid"), **fields)
 
 
-def _link(x: dict) -> Link:
-    x = dict(x)
-    x["a"] = Endpoint(**x["a"])
-    x["b"] = Endpoint(**x["b"])
-    return Link(**x)
+def _default(f: dataclasses.Field) -> object:
+    """A top-level key with a default in `Plan` may be absent from plan.json (an older plan of the same schema
+    version); nested dataclasses keep their own defaults."""
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return Field(default_factory=f.default_factory)
+    return ...
+
+
+_PlanFile = _plan_file_model()
+
+
+def check_references(plan: Plan, source: object) -> None:
+    """Every name the plan refers to is one it defines: unique device names, unique port names per device,
+    unique link ids, and both ends of every link a device and a port of the plan."""
+    if not SAFE_NAME.fullmatch(plan.cluster.name):
+        raise InputError(source, f"cluster.name {shown(plan.cluster.name)} is not a cluster name (letters, digits, "
+                                 "'.', '_' and '-'; tools name files after it)")
+    ports: dict[str, set[str]] = {}
+    for i, d in enumerate(plan.devices):
+        if not SAFE_NAME.fullmatch(d.name):
+            raise InputError(source, f"devices[{i}].name {shown(d.name)} is not a device name (letters, digits, "
+                                     "'.', '_' and '-', at most 128; tools name files and folders after it)")
+        if d.name in ports:
+            raise InputError(source, f"devices[{i}]: the device name {shown(d.name)} is used twice")
+        names = ports[d.name] = set()
+        for j, p in enumerate(d.ports):
+            if p.name in names:
+                raise InputError(source, f"devices[{i}].ports[{j}]: {d.name} has two ports named {shown(p.name)}")
+            names.add(p.name)
+    ids: set[str] = set()
+    for i, link in enumerate(plan.links):
+        if link.id in ids:
+            raise InputError(source, f"links[{i}]: the link id {shown(link.id)} is used twice")
+        ids.add(link.id)
+        for side, end in (("a", link.a), ("b", link.b)):
+            if end.device not in ports:
+                raise InputError(source, f"links[{i}].{side}: link {shown(link.id)} ends on {shown(end.device)}, "
+                                         "which is not a device of the plan")
+            if end.port not in ports[end.device]:
+                raise InputError(source, f"links[{i}].{side}: link {shown(link.id)} ends on port {shown(end.port)}, "
+                                         f"which {shown(end.device)} does not have")
+
+
+_IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
+                   r"(?:/(?:3[0-2]|[12]?\d))?")
+
+
+def _address(value: str | None, where: str, source: object) -> None:
+    """An address or prefix of the plan parses (tools hand them to ipaddress); IPv4 by a regular expression, as
+    a large plan holds millions."""
+    if value is None or _IPV4.fullmatch(value):
+        return
+    try:
+        ip_interface(value)
+    except ValueError:
+        raise InputError(source, f"{where}: {shown(value)} is not an IP address or prefix") from None
+
+
+def check_addresses(plan: Plan, source: object) -> None:
+    """Every address, gateway and prefix in the plan is one."""
+    for i, pool in enumerate(plan.pools):
+        _address(pool.prefix, f"pools[{i}].prefix", source)
+    for i, pn in enumerate(plan.pod_networks):
+        for f in ("subnet", "gateway", "range_start", "range_end"):
+            _address(getattr(pn, f), f"pod_networks[{i}].{f}", source)
+    for i, d in enumerate(plan.devices):
+        at = f"devices[{i}]"
+        _address(d.loopback, f"{at}.loopback", source)
+        _address(d.mgmt_address, f"{at}.mgmt_address", source)
+        for j, p in enumerate(d.ports):
+            _address(p.address, f"{at}.ports[{j}].address", source)
+        for j, h in enumerate(d.host_subnets):
+            for f in ("prefix", "gateway", "address"):
+                _address(getattr(h, f), f"{at}.host_subnets[{j}].{f}", source)
+        for j, r in enumerate(d.rails):
+            for f in ("address", "gateway", "pod_first", "pod_last"):
+                _address(getattr(r, f), f"{at}.rails[{j}].{f}", source)
+        if d.bond:
+            _address(d.bond.address, f"{at}.bond.address", source)
+            _address(d.bond.gateway, f"{at}.bond.gateway", source)
+            if d.bond.storage_vlan:
+                _address(d.bond.storage_vlan.address, f"{at}.bond.storage_vlan.address", source)
+        if d.bmc:
+            _address(d.bmc.address, f"{at}.bmc.address", source)
+
+
+def parse_plan(raw: bytes, source: object) -> Plan:
+    """A plan from plan.json's bytes: bounded JSON, the schema version, every field's type, every reference."""
+    try:
+        data = parse_json(raw, source, check=False)
+    except InputError as exc:
+        raise InputError(source, f"not a railforge plan: {exc.message}", line=exc.line) from None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise InputError(source, "not a railforge plan: want the JSON object `railforge build` writes as plan.json")
+    if version != SCHEMA_VERSION:
+        raise InputError(source, f"plan schema_version {shown(version)}; this railforge reads schema_version "
+                                 f"{SCHEMA_VERSION}: rebuild it with this version")
+    try:
+        model = _PlanFile.model_validate_json(raw)
+    except ValidationError as exc:
+        raise validation_errors(exc, source, "a valid railforge plan") from None
+    plan = Plan(**{name: getattr(model, name) for name in type(model).model_fields})
+    # an int where the type says float (the spec's default optics_mtbf_hours) stays an int, as the planner made it,
+    # so a plan read back renders and serialises to the same bytes
+    plan.reliability = Reliability(**data["reliability"])
+    check_references(plan, source)
+    check_addresses(plan, source)
+    return plan
 
 
 def read_plan(path: str | Path) -> Plan:
-    raw = orjson.loads(Path(path).read_bytes())
-    cluster = dict(raw["cluster"])
-    cluster["tier_summaries"] = [TierSummary(**t) for t in cluster["tier_summaries"]]
-    return Plan(
-        cluster=ClusterSummary(**cluster),
-        qos=Qos(**raw["qos"]),
-        pools=[Pool(**p) for p in raw["pools"]],
-        asn_pools=[AsnPool(**p) for p in raw["asn_pools"]],
-        racks=[Rack(**r) for r in raw["racks"]],
-        devices=[_device(d) for d in raw["devices"]],
-        links=[_link(link) for link in raw["links"]],
-        pod_networks=[PodNetwork(**p) for p in raw["pod_networks"]],
-        reliability=Reliability(**raw["reliability"]),
-        tenants=[Tenant(**t) for t in raw["tenants"]],
-        device_types=[DeviceType(**t) for t in raw.get("device_types", [])],
-        schema_version=raw["schema_version"],
-        twin_parts=dict(raw.get("twin_parts", {})),
-    )
+    """plan.json through the strict reader; InputError names the file and the first bad values."""
+    return parse_plan(read_bytes(path, PLAN_MAX_BYTES), path)

@@ -6,8 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from railforge import outdir
+from railforge.inputs import MiB, read_bytes
 from railforge.outdir import PlanFileError
 from railforge.plan import Plan
+
+CONFIG_MAX_BYTES = 64 * MiB
 
 
 class ChangeInputError(Exception):
@@ -27,7 +30,7 @@ class Side:
         d = self.folder / outdir.config_dir(device)
         if not d.is_dir():
             return {}
-        return {f.name: f.read_bytes() for f in sorted(d.iterdir()) if f.is_file()}
+        return {f.name: read_bytes(f, CONFIG_MAX_BYTES) for f in sorted(d.iterdir()) if f.is_file()}
 
 
 def plan_path(path: Path) -> tuple[Path, Path | None]:

@@ -125,6 +125,7 @@ def write_work_order(cs: ChangeSet, path: Path) -> int:
     rows = steps(cs)
     path = path.absolute()
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+    wb = None
     try:
         wb = Workbook(tmp)
         wb.table("work-order", ORDER_COLUMNS, rows)
@@ -134,6 +135,8 @@ def write_work_order(cs: ChangeSet, path: Path) -> int:
         wb.close()
         os.replace(tmp, path)
     except BaseException:
+        if wb is not None:
+            wb.abort()
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise

@@ -14,11 +14,12 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
-from railforge import outdir
+from railforge import outdir, show
 from railforge.change.compare import compare as compare_plans
+from railforge.inputs import InputError
 from railforge.lab import checks, daemons, fabric, failure, hitless, ibsim, runner
 from railforge.lab.scope import LabTopology, ScopeError, lab_topology, parse_sus
 from railforge.lab.shell import CommandError, ns_pids
@@ -40,18 +41,18 @@ PrefixOpt = Annotated[str, typer.Option(help="namespace name prefix; one lab per
 
 
 def _console() -> Console:
-    return Console()
+    return show.console()
 
 
 def _err(msg: str, code: int = 2) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error[/red] {escape(str(msg))}", highlight=False, emoji=False)
+    show.error(show.console(stderr=True), msg)
     return typer.Exit(code)
 
 
 def _plan(cluster: Path, out: Path | None) -> tuple[Plan, Path]:
     try:
         return load_generated_plan(cluster, out)
-    except BuildError as exc:
+    except (BuildError, InputError) as exc:
         raise _err(str(exc)) from None
 
 
@@ -102,7 +103,7 @@ def up(
     c = _console()
     for row in checks.config_rows(state, topo):
         if not row.ok:
-            c.print(f"[yellow]frr.conf of {row.subject}: {row.observed}[/yellow]", highlight=False)
+            c.print(show.text(f"frr.conf of {row.subject}: {row.observed}", "yellow"))
     summary = {"switches": len(topo.switches), "hosts": len(topo.hosts), "cables": len(topo.links),
                "setup_s": round(timings.setup_s, 2), "daemons_s": round(timings.daemons_s, 2),
                "converge_s": None if converged is None else round(converged, 2),
@@ -129,12 +130,9 @@ def down(cluster: ClusterArg, out: OutOpt = None, prefix: PrefixOpt = "rf-") -> 
 
 
 def results_table(title: str, rows: list[checks.Row]) -> Table:
-    t = Table(title=title)
-    for col in ("check", "subject", "expected", "observed", "ok"):
-        t.add_column(col, overflow="fold")
-    for r in rows:
-        t.add_row(r.check, r.subject, r.expected, r.observed, "[green]yes[/green]" if r.ok else "[red]NO[/red]")
-    return t
+    return show.table(title, ("check", "subject", "expected", "observed", "ok"),
+                      [(r.check, r.subject, r.expected, r.observed, Text("yes", "green") if r.ok else Text("NO", "red"))
+                       for r in rows], overflow="fold")
 
 
 @lab_app.command()
@@ -169,7 +167,7 @@ def check(
                               rows))
         ok = all(r.ok for r in rows)
         if target and not ok:
-            c.print(f"[red]not failing {target.name}: the fabric does not pass its checks[/red]", highlight=False)
+            c.print(show.text(f"not failing {target.name}: the fabric does not pass its checks", "red"))
         for with_bfd in {"on": [True], "off": [False], "both": [True, False]}[bfd] if target and ok else []:
             with runner.interruptible():  # SIGTERM too repairs the failure (measure's finally) before exiting
                 m = failure.measure(state, topo, fibs, target, how, with_bfd, timeout)
@@ -247,7 +245,7 @@ def grow(cluster: ClusterArg, to: GrowTo, out: OutOpt = None, prefix: PrefixOpt 
     plan, state, topo = _running(cluster, out, prefix)
     try:
         new = load_generated_plan(to, to)[0]
-    except BuildError as exc:
+    except (BuildError, InputError) as exc:
         raise _err(str(exc)) from None
     if new.cluster.name != plan.cluster.name:
         raise _err(f"{to} is a build of {new.cluster.name}, the lab runs {plan.cluster.name}")
@@ -406,11 +404,8 @@ def ibsim_cmd(
                          parse_ibnetdiscover(run.after.read_text(), plan, str(run.after)), check_speed=False)
         rows.append(("cabling", report.ok, f"{report.matched} of {report.checked} cables as planned, "
                                            f"{len(report.findings)} findings (speed not judged)"))
-    table = Table(title=f"{plan.cluster.name} on ibsim (SM at {sim.sim_host})")
-    for col in ("check", "result", "detail"):
-        table.add_column(col)
-    for name, ok, detail in rows:
-        table.add_row(name, "ok" if ok else "[red]FAIL[/red]", detail)
+    table = show.table(f"{plan.cluster.name} on ibsim (SM at {sim.sim_host})", ("check", "result", "detail"),
+                       [(name, Text("ok") if ok else Text("FAIL", "red"), detail) for name, ok, detail in rows])
     console = _console()
     console.print(table)
     if report.findings:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
 
@@ -206,11 +207,26 @@ def read_names(text: str) -> list[str]:
     return [s for s in (line.split("#", 1)[0].strip() for line in text.splitlines()) if s]
 
 
+MAX_BYTES = 512 << 20
+
+
 def _read(path: str) -> str:
+    """A regular file (or stdin) of at most MAX_BYTES, UTF-8. Opened without blocking and checked before reading,
+    so a FIFO or a device given by mistake is refused rather than waited on or read forever."""
     if path == "-":
-        return sys.stdin.read()
-    with open(path, encoding="utf-8") as fh:
-        return fh.read()
+        data = sys.stdin.buffer.read(MAX_BYTES + 1)
+    else:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ValueError(f"{path}: not a regular file")
+            data = fh.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"{path}: over {MAX_BYTES:,} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start:,})") from None
 
 
 def _write(text: str, path: str | None) -> None:
@@ -221,10 +237,11 @@ def _write(text: str, path: str | None) -> None:
         sys.stdout.write(text)
 
 
-def _fail(prog: str, problems: list[str]) -> int:
+def _fail(prog: str, problems: list[str], status: int = 1) -> int:
     for p in problems:
-        print(f"{prog}: {p}", file=sys.stderr)
-    return 1
+        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in p)
+        print(f"{prog}: {shown[:2000]}", file=sys.stderr)
+    return status
 
 
 def make_root_guids(argv: list[str] | None) -> int:
@@ -259,9 +276,12 @@ def make_partitions(argv: list[str] | None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if os.path.basename(sys.argv[0]) == "make-partitions":
-        return make_partitions(argv)
-    return make_root_guids(argv)
+    """Exit 0 on success, 1 when a name is missing from the fabric, 2 when an input cannot be read."""
+    prog = os.path.basename(sys.argv[0])
+    try:
+        return make_partitions(argv) if prog == "make-partitions" else make_root_guids(argv)
+    except (OSError, ValueError) as exc:
+        return _fail(prog, [str(exc) if not isinstance(exc, OSError) else f"{exc.filename}: {exc.strerror}"], 2)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ pay for.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import zipfile
 from collections.abc import Iterator, Sequence
@@ -221,6 +222,14 @@ class Workbook:
                 fh.write(xml.encode())
             fh.write(tail.encode())
         self.sheets.append((sheet.name, ref))
+
+    def abort(self) -> None:
+        """Drop a half-written workbook: close its file without writing the zip directory, which on a full disk
+        would fail again (and again from ZipFile.__del__)."""
+        fp, self.zip.fp = self.zip.fp, None
+        if fp is not None:
+            with contextlib.suppress(OSError):
+                fp.close()
 
     def close(self) -> None:
         n = len(self.sheets)

@@ -9,10 +9,7 @@ Dates stay strings and `2:1` stays a string (no YAML 1.1 timestamps or base-60 n
 
 from __future__ import annotations
 
-import os
 import re
-import stat
-import unicodedata
 from pathlib import Path
 
 from yaml.composer import Composer
@@ -24,6 +21,8 @@ from yaml.parser import Parser
 from yaml.reader import Reader
 from yaml.resolver import Resolver
 from yaml.scanner import Scanner
+
+from railforge import inputs
 
 MAX_BYTES = 256 << 10
 MAX_DEPTH = 32
@@ -139,11 +138,7 @@ else:
             StrictResolver.__init__(self)
 
 
-def _bad_char(text: str) -> str | None:
-    for ch in text:
-        if ch < " " or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co"):
-            return ch
-    return None
+_bad_char = inputs.control_char
 
 
 def _check_scalar(node: ScalarNode) -> None:
@@ -232,35 +227,11 @@ def _children(node: Node) -> list[Node]:
 
 
 def read_text(path: Path) -> str:
-    """The spec's text, read without blocking and without reading more than MAX_BYTES + 1."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+    """The spec's text, through the strict file reader every input shares (no blocking, at most MAX_BYTES)."""
     try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise SpecFileError(f"cannot read the spec: {exc.strerror}") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise SpecFileError("cannot read the spec: it is a directory; give the path of its cluster.yaml")
-        if not stat.S_ISREG(st.st_mode):
-            raise SpecFileError("cannot read the spec: it is not a regular file (a FIFO, device or socket); "
-                                "give the path of a cluster.yaml")
-        if st.st_size > MAX_BYTES:
-            raise SpecFileError(f"the spec is {st.st_size:,} bytes; at most {MAX_BYTES:,} are read")
-        chunks, total = [], 0
-        while total <= MAX_BYTES:
-            chunk = os.read(fd, MAX_BYTES + 1 - total)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > MAX_BYTES:
-            raise SpecFileError(f"the spec is over {MAX_BYTES:,} bytes; at most {MAX_BYTES:,} are read")
-    except OSError as exc:
-        raise SpecFileError(f"cannot read the spec: {exc.strerror}") from None
-    finally:
-        os.close(fd)
-    raw = b"".join(chunks)
+        raw = inputs.read_bytes(path, MAX_BYTES, what="the spec", hint="give the path of a cluster.yaml")
+    except inputs.InputError as exc:
+        raise SpecFileError(exc.message) from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

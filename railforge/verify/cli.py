@@ -6,30 +6,34 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from railforge import show
+from railforge.args import ArgumentError, check_path
+from railforge.inputs import InputError
 from railforge.plan import Link
 from railforge.verify.cabling import CablingReport, compare
 from railforge.verify.fabric import FabricReport
 from railforge.verify.fabric_check import verify_fabric
-from railforge.verify.ibnet import IbnetFormatError, parse_ibnetdiscover
+from railforge.verify.ibnet import IbnetFormatError, parse_ibnetdiscover, read_ibnetdiscover
 from railforge.verify.lldp import LldpFormatError, load_lldp
 from railforge.verify.names import PlanNames
 from railforge.verify.observed import Observation
 from railforge.verify.source import BuildError, MissingBuild, load_generated_plan
 
+
+def _check_paths(**paths: Path | None) -> None:
+    for name, path in paths.items():
+        if path is not None:
+            check_path(path, "CLUSTER" if name == "cluster" else f"--{name}")
+
+
 verify_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 
 def report_table(report: CablingReport, title: str) -> Table:
-    t = Table(title=title)
-    for col in ("finding", "cables", "detail"):
-        t.add_column(col)
-    for f in report.findings:
-        t.add_row(f.kind, ", ".join(f.cables) or "-", f.message)
-    return t
+    return show.table(title, ("finding", "cables", "detail"),
+                      [(f.kind, ", ".join(f.cables) or "-", f.message) for f in report.findings])
 
 
 @verify_app.command()
@@ -44,11 +48,12 @@ def cabling(
                                                 "collection or a lab); otherwise one observed end suffices")] = False,
 ) -> None:
     """Print a miswire report: swapped, wrong switch/port, missing, unexpected, wrong speed. Exit 1 on any."""
-    console, err = Console(), Console(stderr=True)
+    console, err = show.console(), show.console(stderr=True)
     if lldp is None and ibnetdiscover is None:
-        err.print("[red]error[/red] give --lldp and/or --ibnetdiscover")
+        show.error(err, "give --lldp and/or --ibnetdiscover")
         raise typer.Exit(2)
     try:
+        _check_paths(cluster=cluster, out=out, lldp=lldp, ibnetdiscover=ibnetdiscover)
         plan, _ = load_generated_plan(cluster, out)
         ib = plan.cluster.fabric == "infiniband"
         runs: list[tuple[str, list[Link], Observation]] = []
@@ -57,31 +62,28 @@ def cabling(
             runs.append(("LLDP", links, load_lldp(lldp, PlanNames(plan))))
         if ibnetdiscover is not None:
             links = [lk for lk in plan.links if lk.fabric == "compute"]
-            runs.append(("ibnetdiscover", links, parse_ibnetdiscover(ibnetdiscover.read_text(), plan,
+            runs.append(("ibnetdiscover", links, parse_ibnetdiscover(read_ibnetdiscover(ibnetdiscover), plan,
                                                                       str(ibnetdiscover))))
-    except (BuildError, LldpFormatError, IbnetFormatError, OSError) as exc:
-        err.print(f"[red]error[/red] {escape(str(exc))}", highlight=False, emoji=False)
+    except (BuildError, LldpFormatError, IbnetFormatError, InputError, ArgumentError, OSError) as exc:
+        show.error(err, exc)
         raise typer.Exit(2) from None
     ok = True
     for source, links, obs in runs:
         report = compare(links, obs, check_speed=speed, partial=partial)
         for u in report.unresolved:
-            err.print(f"[yellow]note[/yellow] {escape(str(u))}", highlight=False, emoji=False)
+            show.note(err, u)
         if report.findings:
             console.print(report_table(report, f"{plan.cluster.name}: cabling mismatches ({source})"))
         console.print(f"{source}: {len(obs.devices)} devices observed, {report.checked} planned cables in view, "
-                      f"{report.matched} match, {len(report.findings)} findings", highlight=False)
+                      f"{report.matched} match, {len(report.findings)} findings")
         ok = ok and report.ok
     raise typer.Exit(0 if ok else 1)
 
 
 def fabric_table(report: FabricReport, title: str) -> Table:
-    t = Table(title=title)
-    for col in ("finding", "switch", "cables", "detail"):
-        t.add_column(col, overflow="fold")
-    for f in report.findings:
-        t.add_row(f.kind, f.device, ", ".join(f.cables) or "-", f.message)
-    return t
+    return show.table(title, ("finding", "switch", "cables", "detail"),
+                      [(f.kind, f.device, ", ".join(f.cables) or "-", f.message) for f in report.findings],
+                      overflow="fold")
 
 
 @verify_app.command()
@@ -95,28 +97,29 @@ def fabric(
 ) -> None:
     """Judge live BGP sessions, routes and ECMP width (and LLDP) against the plan, per switch and cable label.
     Exit 1 on any finding, 2 when the plan or the folder cannot be read."""
-    console, err = Console(), Console(stderr=True)
+    console, err = show.console(), show.console(stderr=True)
     try:
+        _check_paths(cluster=cluster, out=out, frr=frr)
         plan, _ = load_generated_plan(cluster, out)
         if not frr.is_dir():
             raise MissingBuild(f"{frr}: not a folder (want one <switch>/ folder per switch)")
         result = verify_fabric(plan, frr, check_speed=speed, partial=partial)
-    except (BuildError, OSError) as exc:
-        err.print(f"[red]error[/red] {exc}")
+    except (BuildError, InputError, ArgumentError, OSError) as exc:
+        show.error(err, exc)
         raise typer.Exit(2) from None
     report = result.report
     if report.findings:
         console.print(fabric_table(report, f"{plan.cluster.name}: fabric findings"))
     console.print(f"BGP/FIB: {result.switches} switches read, {report.sessions_up} of {report.sessions_checked} "
                   f"planned sessions Established, {report.prefixes_complete} of {report.prefixes_checked} routes with "
-                  f"full ECMP, {len(report.findings)} findings", highlight=False)
+                  f"full ECMP, {len(report.findings)} findings")
     ok = report.ok
     if result.cabling is not None:
         for u in result.cabling.unresolved:
-            err.print(f"[yellow]note[/yellow] {u}", highlight=False)
+            show.note(err, u)
         if result.cabling.findings:
             console.print(report_table(result.cabling, f"{plan.cluster.name}: cabling mismatches (LLDP)"))
         console.print(f"LLDP: {result.cabling.checked} planned cables in view, {result.cabling.matched} match, "
-                      f"{len(result.cabling.findings)} findings", highlight=False)
+                      f"{len(result.cabling.findings)} findings")
         ok = ok and result.cabling.ok
     raise typer.Exit(0 if ok else 1)

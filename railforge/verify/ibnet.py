@@ -19,10 +19,15 @@ c*split+1 .. c*split+split, split being the cage's breakout (2 at NDR 400G).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+from railforge.inputs import MAX_LINE_CHARS, InputError, MiB, read_text, shown
 from railforge.plan import Device, Plan, Port
 from railforge.render import ibnetdiscover
+from railforge.show import plain
 from railforge.verify.observed import Adjacency, Observation
+
+MAX_BYTES = 512 * MiB
 
 
 class IbnetFormatError(ValueError):
@@ -50,12 +55,30 @@ def _hca_port(dev: Device, desc: str) -> str | None:
     return next((port for port in found if port), None)
 
 
-def parse_nodes(text: str) -> ibnetdiscover.Fabric:
-    """The nodes and cables of ibnetdiscover output, with the parser `make-root-guids` ships."""
+def read_ibnetdiscover(path: Path) -> str:
+    """The text of an ibnetdiscover file through the strict reader (regular file, at most MAX_BYTES, UTF-8)."""
+    try:
+        return read_text(path, MAX_BYTES)
+    except InputError as exc:
+        raise IbnetFormatError(str(exc)) from None
+
+
+def parse_nodes(text: str, source: str = "") -> ibnetdiscover.Fabric:
+    """The nodes and cables of ibnetdiscover output, with the parser `make-root-guids` ships; a line longer than
+    MAX_LINE_CHARS is refused before parsing, and an error quotes at most 80 characters of the line."""
+    where = f"{source}: " if source else ""
+    for n, line in enumerate(text.splitlines(), 1):
+        if len(line) > MAX_LINE_CHARS:
+            raise IbnetFormatError(f"{where}line {n}: {len(line):,} characters; an ibnetdiscover line is at most "
+                                   f"{MAX_LINE_CHARS:,}")
     try:
         fabric = ibnetdiscover.parse(text, strict=True)
     except ValueError as exc:
-        raise IbnetFormatError(str(exc)) from None
+        message = str(exc)
+        head, _, rest = message.partition(": not ibnetdiscover output: ")
+        if rest:
+            message = f"{head}: not ibnetdiscover output: {shown(rest, 80)}"
+        raise IbnetFormatError(f"{where}{plain(message)[:300]}") from None
     if not fabric.nodes:
         raise IbnetFormatError("no Switch or Ca blocks found")
     return fabric
@@ -63,7 +86,7 @@ def parse_nodes(text: str) -> ibnetdiscover.Fabric:
 
 def parse_ibnetdiscover(text: str, plan: Plan, source: str = "ibnetdiscover") -> Observation:
     known = {d.name: d for d in plan.devices if d.fabric == "compute"}
-    fabric = parse_nodes(text)
+    fabric = parse_nodes(text, source)
     nodes = fabric.nodes
     obs = Observation()
     where: dict[tuple[str, int], tuple[str, str] | None] = {}

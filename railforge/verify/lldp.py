@@ -1,20 +1,27 @@
 """LLDP neighbour tables: lldpd's `lldpcli -f json show neighbors [details]` and SONiC's `show lldp table`.
 
 Neither names the local system, so each file is one device's view and its stem names the device
-(`su001-leaf-r0.json`, `su001-leaf-r0.txt`). A folder holds one file per device.
+(`su001-leaf-r0.json`, `su001-leaf-r0.txt`). A folder holds one file per device. Each file goes through the
+strict reader (`railforge.inputs`: regular file, at most MAX_BYTES, UTF-8) and the pydantic models below; every
+refusal is an LldpFormatError naming the file (and line).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
+from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from railforge.inputs import MAX_LINE_CHARS, InputError, MiB, Name, parse_json, read_text, shown, validate
 from railforge.verify.names import PlanNames
 from railforge.verify.observed import Adjacency, Observation
 
-MAU_SPEED = re.compile(r"^\s*(\d+)\s*(G?)base", re.IGNORECASE)
+MAU_SPEED = re.compile(r"^\s*(\d{1,7})\s*(G?)base", re.IGNORECASE)
 SUFFIXES = (".json", ".txt", ".lldp")
+MAX_BYTES = 16 * MiB
+MAX_FILES = 100_000
 
 
 class LldpFormatError(ValueError):
@@ -29,49 +36,104 @@ def mau_speed_mbps(mau: str | None) -> int | None:
     return int(m.group(1)) * (1000 if m.group(2) else 1)
 
 
-def _entries(interface: object) -> list[tuple[str, dict]]:
-    items = interface if isinstance(interface, list) else [interface]
-    out: list[tuple[str, dict]] = []
-    for item in items:
-        if isinstance(item, dict):
-            out += [(k, v) for k, v in item.items() if isinstance(v, dict)]
-    return out
+class _Loose(BaseModel):
+    """lldpd prints more than the verifier reads; what it reads is typed, the rest is allowed and ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class IdValue(_Loose):
+    value: Name = ""
+
+
+class AutoNegotiation(_Loose):
+    current: str | None = Field(None, max_length=MAX_LINE_CHARS)
+
+
+class NeighbourPort(_Loose):
+    id: IdValue | None = None
+    descr: Name = ""
+    auto_negotiation: AutoNegotiation | None = Field(None, alias="auto-negotiation")
+
+
+class Neighbour(_Loose):
+    chassis: dict[Name, Any] = Field(default_factory=dict)
+    port: NeighbourPort = Field(default_factory=NeighbourPort)
+
+
+class LldpBody(_Loose):
+    interface: list[dict[Name, Neighbour]] = Field(default_factory=list)
+
+
+class LldpcliJson(_Loose):
+    """`lldpcli -f json show neighbors [details]`, in the one shape `_regular` gives it."""
+
+    lldp: LldpBody = Field(default_factory=LldpBody)
+
+
+def _regular(raw: object) -> object:
+    """lldpcli prints one interface as an object and several as a list of objects, and an empty table as
+    `{"lldp": []}` on some versions: make both lists, so the model has one shape (and errors one path)."""
+    if not isinstance(raw, dict):
+        return raw
+    lldp = raw.get("lldp")
+    if isinstance(lldp, list):
+        lldp = lldp[0] if lldp else {}
+    if isinstance(lldp, dict) and isinstance(lldp.get("interface"), dict):
+        lldp = {**lldp, "interface": [lldp["interface"]]}
+    return {**raw, "lldp": lldp} if "lldp" in raw else raw
+
+
+LLDPCLI = TypeAdapter(LldpcliJson)
+
+
+class SonicRow(BaseModel):
+    """One row of `show lldp table`, each cell a printable name."""
+
+    local: Name
+    sysname: Name
+    port_id: Name
+    descr: Name
+
+
+SONIC_ROW = TypeAdapter(SonicRow)
 
 
 def _sysname(chassis: dict) -> str | None:
-    if "name" in chassis and isinstance(chassis["name"], dict):
-        return chassis["name"].get("value")
+    if isinstance(chassis.get("name"), dict):
+        value = chassis["name"].get("value")
+        return value if isinstance(value, str) else None
     names = [k for k, v in chassis.items() if isinstance(v, dict) and k not in ("id", "descr", "mgmt-ip")]
     return names[0] if names else None
 
 
 def parse_lldpcli_json(text: str, device: str, names: PlanNames, source: str = "") -> Observation:
+    where = source or device
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise LldpFormatError(f"{source or device}: not lldpcli JSON ({exc})") from None
+        raw = parse_json(text, where)
+    except InputError as exc:
+        raise LldpFormatError(f"{where}: not lldpcli JSON ({exc.message})") from None
     if not isinstance(raw, dict) or "lldp" not in raw:
-        raise LldpFormatError(f"{source or device}: not lldpcli JSON (no top-level 'lldp' object; expected the "
-                              "output of `lldpcli -f json show neighbors details`)")
+        raise LldpFormatError(f"{where}: not lldpcli JSON (no top-level 'lldp' object; expected the output of "
+                              "`lldpcli -f json show neighbors details`)")
+    try:
+        doc = validate(LLDPCLI, _regular(raw), where, "lldpcli JSON (`lldpcli -f json show neighbors details`)")
+    except InputError as exc:
+        raise LldpFormatError(str(exc)) from None
     obs = Observation(devices={device})
-    lldp = raw.get("lldp", {})
-    if isinstance(lldp, list):
-        lldp = lldp[0] if lldp else {}
-    for local, entry in _entries(lldp.get("interface", [])):
-        sysname = _sysname(entry.get("chassis", {}))
-        port = entry.get("port", {})
-        port_id = (port.get("id") or {}).get("value", "")
-        descr = port.get("descr", "")
+    for local, entry in ((k, v) for item in doc.lldp.interface for k, v in item.items()):
+        sysname = _sysname(entry.chassis)
+        port = entry.port
+        port_id = port.id.value if port.id else ""
         peer = names.device(sysname) if sysname else None
         if peer is None:
-            obs.unresolved.append(f"{device}:{local} sees unknown system {sysname!r} port {port_id!r}")
+            obs.unresolved.append(f"{device}:{local} sees unknown system {shown(sysname)} port {shown(port_id)}")
             continue
         peer_port = names.port(peer, port_id)
-        if peer_port not in names.ports[peer] and descr:
-            peer_port = names.port(peer, descr)
-        speed = mau_speed_mbps((port.get("auto-negotiation") or {}).get("current"))
-        obs.adjacencies.append(Adjacency((device, names.port(device, local)), (peer, peer_port), speed,
-                                         source or device))
+        if peer_port not in names.ports[peer] and port.descr:
+            peer_port = names.port(peer, port.descr)
+        speed = mau_speed_mbps(port.auto_negotiation.current if port.auto_negotiation else None)
+        obs.adjacencies.append(Adjacency((device, names.port(device, local)), (peer, peer_port), speed, where))
     return obs
 
 
@@ -81,25 +143,35 @@ def _columns(rule: str) -> list[tuple[int, int]]:
 
 def parse_sonic_lldp_table(text: str, device: str, names: PlanNames, source: str = "") -> Observation:
     """`show lldp table`: a header, a rule of dashes giving the column spans, rows, a closing rule."""
+    where = source or device
     lines = text.splitlines()
+    for n, line in enumerate(lines, 1):
+        if len(line) > MAX_LINE_CHARS:
+            raise LldpFormatError(f"{where}:{n}: a line of {len(line):,} characters; a `show lldp table` line is at "
+                                  f"most {MAX_LINE_CHARS:,}")
     head = next((i for i, x in enumerate(lines) if x.split()[:2] == ["LocalPort", "RemoteDevice"]), None)
     if head is None or head + 1 >= len(lines) or not set(lines[head + 1].strip()) <= {"-", " "}:
         raise LldpFormatError(f"{source or device}: no 'LocalPort RemoteDevice ...' header in SONiC LLDP table")
     header = lines[head].split()
     spans = _columns(lines[head + 1])
     obs = Observation(devices={device})
-    for row in lines[head + 2:]:
+    for n, row in enumerate(lines[head + 2:], head + 3):
         if not row.strip() or set(row.strip()) <= {"-"} or row.startswith("Total entries"):
             continue
         cells: dict[str, str] = {}
         for i, (start, _) in enumerate(spans):
             end = spans[i + 1][0] if i + 1 < len(spans) else len(row)
             cells[header[i] if i < len(header) else str(i)] = row[start:end].strip()
-        local, sysname = cells.get("LocalPort", ""), cells.get("RemoteDevice", "")
-        port_id, descr = cells.get("RemotePortID", ""), cells.get("RemotePortDescr", "")
+        try:
+            row_ = validate(SONIC_ROW, {"local": cells.get("LocalPort", ""), "sysname": cells.get("RemoteDevice", ""),
+                                        "port_id": cells.get("RemotePortID", ""),
+                                        "descr": cells.get("RemotePortDescr", "")}, f"{where}:{n}", "an LLDP row")
+        except InputError as exc:
+            raise LldpFormatError(str(exc)) from None
+        local, sysname, port_id, descr = row_.local, row_.sysname, row_.port_id, row_.descr
         peer = names.device(sysname)
         if peer is None:
-            obs.unresolved.append(f"{device}:{local} sees unknown system {sysname!r} port {port_id!r}")
+            obs.unresolved.append(f"{device}:{local} sees unknown system {shown(sysname)} port {shown(port_id)}")
             continue
         peer_port = names.port(peer, port_id)
         if peer_port not in names.ports[peer] and descr:
@@ -110,10 +182,13 @@ def parse_sonic_lldp_table(text: str, device: str, names: PlanNames, source: str
 
 
 def parse_lldp_file(path: Path, names: PlanNames, device: str | None = None) -> Observation:
-    text = path.read_text()
+    try:
+        text = read_text(path, MAX_BYTES, bom=True)
+    except InputError as exc:
+        raise LldpFormatError(str(exc)) from None
     dev = device or path.stem
     if names.device(dev) is None:
-        raise LldpFormatError(f"{path}: file name must be a planned device name, {dev!r} is not in the plan")
+        raise LldpFormatError(f"{path}: file name must be a planned device name, {shown(dev)} is not in the plan")
     dev = names.device(dev) or dev
     if path.suffix == ".json" or text.lstrip().startswith(("{", "[")):
         return parse_lldpcli_json(text, dev, names, str(path))
@@ -121,7 +196,12 @@ def parse_lldp_file(path: Path, names: PlanNames, device: str | None = None) -> 
 
 
 def load_lldp(path: Path, names: PlanNames) -> Observation:
-    files = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES) if path.is_dir() else [path]
+    try:
+        files = sorted(p for p in path.iterdir() if p.suffix in SUFFIXES) if path.is_dir() else [path]
+    except OSError as exc:
+        raise LldpFormatError(f"{path}: cannot list the folder ({exc.strerror})") from None
+    if len(files) > MAX_FILES:
+        raise LldpFormatError(f"{path}: {len(files):,} files; at most {MAX_FILES:,} are read")
     if not files:
         raise LldpFormatError(f"{path}: no {', '.join(SUFFIXES)} files")
     obs = Observation()

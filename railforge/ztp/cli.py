@@ -8,19 +8,18 @@ import shutil
 from ipaddress import ip_address
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import urlsplit
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.text import Text
 
-from railforge import outdir
+from railforge import outdir, show
+from railforge.args import ArgumentError, check_path, check_url
 from railforge.baremetal.hostmacs import TEMPLATE as HOST_TEMPLATE
 from railforge.baremetal.hostmacs import HostMacError, read_host_macs
 from railforge.baremetal.identity import identities
 from railforge.baremetal.kea import join_hosts
+from railforge.inputs import InputError
 from railforge.outdir import BuildError
+from railforge.output import sweep_stale_stages
 from railforge.ztp.credentials import CredentialError, load_credentials
 from railforge.ztp.macs import TEMPLATE, MacFileError, provisioned, read_macs
 from railforge.ztp.render import DhcpOptions, ZtpError, ZtpFile, kea_config, oob_gateways, switch_files
@@ -29,11 +28,10 @@ KEA_FILE = outdir.KEA
 
 
 def _server(value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise ZtpError(f"--server {value!r}: want the HTTP(S) URL that serves the generated folder, "
-                       "e.g. http://10.250.0.10:8080")
-    return value.rstrip("/")
+    try:
+        return check_url(value, "--server")
+    except ArgumentError as exc:
+        raise ZtpError(f"{exc} (the URL that serves the generated folder)") from None
 
 
 def _dns(value: str) -> None:
@@ -43,14 +41,24 @@ def _dns(value: str) -> None:
         raise ZtpError(f"--dns {value!r}: want an IP address such as 10.250.0.53") from None
 
 
+def _mkdirs(stage: Path, folder: Path) -> None:
+    """`folder` and its parents up to and including `stage`, each 0755 whatever the umask."""
+    for d in [*reversed(folder.relative_to(stage).parents), folder.relative_to(stage)]:
+        path = stage / d
+        if not path.is_dir():
+            path.mkdir()
+            os.chmod(path, 0o755)
+
+
 def write_tree(generated: Path, files: list[ZtpFile]) -> None:
     """Replace generated/ztp as a whole; files are created with their final mode (no window at 0644)."""
     stage = generated / f".ztp.staging-{os.getpid()}"
+    sweep_stale_stages(generated, "ztp", marks=(None, Path(KEA_FILE).name))
     shutil.rmtree(stage, ignore_errors=True)
     try:
         for f in files:
             dest = stage / Path(f.path).relative_to(outdir.ZTP)
-            dest.parent.mkdir(parents=True, exist_ok=True)
+            _mkdirs(stage, dest.parent)
             fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, f.mode)
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(f.text)
@@ -86,8 +94,11 @@ def ztp(
                            ] = None,
 ) -> None:
     """Write ztp/<switch>/ (SONiC ztp.json, Cumulus script) and ztp/kea-dhcp4.conf; rerun after every build."""
-    err = Console(stderr=True, soft_wrap=True)
+    err = show.console(stderr=True)
     try:
+        for value, option in ((out, "--out"), (macs, "--macs"), (host_macs, "--host-macs"), (cluster, "CLUSTER")):
+            if value is not None:
+                check_path(value, option)
         plan, generated = outdir.load(cluster, out)
         base = cluster.parent if cluster.suffix in (".yaml", ".yml") else cluster
         mac_file = macs if macs is not None else (base / TEMPLATE if (base / TEMPLATE).is_file() else None)
@@ -114,23 +125,22 @@ def ztp(
         write_tree(generated, files)
     except (MacFileError, HostMacError) as exc:
         for e in exc.errors:
-            err.print(f"[red]error[/red] {escape(e)}", highlight=False)
+            show.error(err, e)
         raise typer.Exit(2) from None
-    except (BuildError, CredentialError, ZtpError, OSError) as exc:
-        err.print(f"[red]error[/red] {exc}", highlight=False)
+    except (BuildError, CredentialError, ZtpError, InputError, ArgumentError, OSError) as exc:
+        show.error(err, exc)
         raise typer.Exit(2) from None
     switches = provisioned(plan)
     known = {i.switch for i in ids}
     waiting = [d.name for d in switches if d.name not in known]
-    err.print(f"wrote {len(files)} files to {generated / outdir.ZTP}: {len(switches)} switches, {len(ids)} DHCP "
-              f"reservations" + (f", credentials for {len(switches)} switches (files 0600)" if creds.any else ""),
-              highlight=False)
+    err.print(show.text(f"wrote {len(files)} files to {generated / outdir.ZTP}: {len(switches)} switches, "
+                        f"{len(ids)} DHCP reservations" + (f", credentials for {len(switches)} switches (files 0600)"
+                                                            if creds.any else "")))
     if host_file:
-        err.print(f"hosts from {escape(str(host_file))}: {sum(1 for i in host_ids if i.bmc_mac)} BMC and "
-                  f"{sum(1 for i in host_ids if i.boot_mac)} boot-NIC reservations", highlight=False)
+        err.print(show.text(f"hosts from {host_file}: {sum(1 for i in host_ids if i.bmc_mac)} BMC and "
+                            f"{sum(1 for i in host_ids if i.boot_mac)} boot-NIC reservations"))
     if waiting:
         where = (f"fill in {mac_file}" if mac_file else
                  f"copy {generated / TEMPLATE} (the build's template) to {base / TEMPLATE}, fill it in and rerun "
                  "(or pass --macs FILE); the build replaces generated/, so keep the filled-in copy outside it")
-        err.print(Text.assemble(("note", "yellow"), f" {len(waiting)} switches have no MAC or client-id yet, e.g. "
-                                f"{', '.join(waiting[:5])}: {where}"), highlight=False)
+        show.note(err, f"{len(waiting)} switches have no MAC or client-id yet, e.g. {', '.join(waiting[:5])}: {where}")

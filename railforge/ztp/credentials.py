@@ -15,9 +15,11 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import yaml
+
+from railforge.inputs import InputError, MiB, read_text
+from railforge.spec import yamlsafe
 
 ENV = {"admin_password_hash": "RAILFORGE_ADMIN_PASSWORD_HASH",
        "ssh_authorized_keys": "RAILFORGE_SSH_AUTHORIZED_KEYS", "bgp_password": "RAILFORGE_BGP_PASSWORD"}
@@ -45,12 +47,19 @@ class Credentials:
         return [s for s in (self.admin_password_hash, self.bgp_password, *self.ssh_authorized_keys) if s]
 
 
+MAX_BYTES = 1 * MiB
+
+
 def _from_file(source: str) -> dict:
     where = "stdin" if source == "-" else source
     try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text()
-        data = yaml.safe_load(text) or {}
-    except (OSError, yaml.YAMLError) as exc:
+        text = sys.stdin.read(MAX_BYTES + 1) if source == "-" else read_text(source, MAX_BYTES)
+        if len(text) > MAX_BYTES:
+            raise CredentialError(f"--credentials {where}: over {MAX_BYTES:,} characters")
+        data = yamlsafe.load(text)[0] or {}
+    except InputError as exc:
+        raise CredentialError(f"--credentials {exc}") from None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
         raise CredentialError(f"--credentials {where}: cannot read ({exc.__class__.__name__})") from None
     if not isinstance(data, dict):
         raise CredentialError(f"--credentials {where}: want a mapping with {', '.join(ENV)}")

@@ -22,8 +22,10 @@ import jinja2
 import yaml
 
 from railforge import nos, outdir
+from railforge.inputs import InputError, MiB, read_text
 from railforge.nos.profile import ZtpVariant
 from railforge.plan import Device, Plan
+from railforge.spec import yamlsafe
 from railforge.ztp.credentials import Credentials
 from railforge.ztp.macs import SwitchId, provisioned
 
@@ -33,8 +35,11 @@ TEMPLATES = jinja2.Environment(
 )
 TEMPLATES.filters["q"] = shlex.quote
 SECRET_MODE = 0o600
-_FRR_ASN = re.compile(r"^router bgp (\d+)", re.MULTILINE)
-_FRR_GROUP = re.compile(r"^ neighbor (\S+) peer-group$", re.MULTILINE)
+_FRR_ASN = re.compile(r"^router bgp (\d{1,10})$", re.MULTILINE)
+# names that go into a shell script: only what FRR and NVUE write for railforge's peer groups
+_FRR_GROUP = re.compile(r"^ neighbor ([A-Za-z0-9_.-]{1,64}) peer-group$", re.MULTILINE)
+_GROUP_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+MAX_CONFIG_BYTES = 64 * MiB
 
 
 class ZtpError(ValueError):
@@ -73,11 +78,13 @@ def ztp_path(dev: Device) -> str:
 
 
 def _read(generated: Path, rel: str) -> str:
-    try:
-        return (generated / rel).read_text()
-    except OSError:
+    if not (generated / rel).exists():
         raise ZtpError(f"{generated / rel} not found: ZTP serves the switch configs of a full `railforge build` "
-                       "(run it, with the sonic and nvue families)") from None
+                       "(run it, with the sonic and nvue families)")
+    try:
+        return read_text(generated / rel, MAX_CONFIG_BYTES)
+    except InputError as exc:
+        raise ZtpError(str(exc)) from None
 
 
 def sonic_files(dev: Device, generated: Path, server: str, creds: Credentials) -> list[ZtpFile]:
@@ -99,12 +106,18 @@ def sonic_files(dev: Device, generated: Path, server: str, creds: Credentials) -
             ZtpFile(outdir.ztp_file(dev.name, "sonic-finish.sh"), finish, SECRET_MODE)]
 
 
-def _nvue_peer_groups(startup: str) -> list[str]:
+def _nvue_peer_groups(startup: str, source: str = "startup.yaml") -> list[str]:
     groups: set[str] = set()
-    for doc in yaml.safe_load(startup) or []:
-        vrfs = ((doc or {}).get("set") or {}).get("vrf") or {}
-        for vrf in vrfs.values():
-            groups |= set((((vrf or {}).get("router") or {}).get("bgp") or {}).get("peer-group") or {})
+    try:
+        for doc in yamlsafe.load(startup)[0] or []:
+            vrfs = ((doc or {}).get("set") or {}).get("vrf") or {}
+            for vrf in vrfs.values():
+                groups |= set((((vrf or {}).get("router") or {}).get("bgp") or {}).get("peer-group") or {})
+    except (yaml.YAMLError, AttributeError, TypeError, RecursionError):
+        raise ZtpError(f"{source}: not the NVUE startup.yaml `railforge build` writes") from None
+    bad = sorted(str(g) for g in groups if not isinstance(g, str) or not _GROUP_NAME.fullmatch(g))
+    if bad:
+        raise ZtpError(f"{source}: peer-group name {bad[0]!r} is not a plain name (letters, digits, '.', '_', '-')")
     return sorted(groups)
 
 
