@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
+from railforge.acceptance.cli import acceptance_app
 from railforge.allocator import keep_freed_memory
 from railforge.change.cli import diff
 from railforge.change.guard import Refused, check_growth
@@ -36,6 +37,7 @@ from railforge.ztp.cli import ztp
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
 app.add_typer(lab_app, name="lab")
 app.add_typer(verify_app, name="verify")
+app.add_typer(acceptance_app, name="acceptance")
 app.command(name="ztp")(ztp)
 app.command()(diff)
 err = Console(stderr=True, soft_wrap=True, emoji=False, highlight=False)
