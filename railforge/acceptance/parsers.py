@@ -4,7 +4,8 @@
 Hand-written: none of these tools has a machine-readable mode in the versions deployed (perftest has no JSON
 output; nccl-tests prints a commented table; `dcgmi diag -j` exists but sites run the table form). Each parser
 either returns a result or raises `Truncated` (the output stops before its summary: the run is unknown, never
-healthy or slow) or `Malformed` (not this tool's output).
+healthy or slow), `ToolFailed` (the tool reported an error: the test failed) or `Malformed` (not this tool's
+output).
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ class Truncated(ValueError):
 
 class Malformed(ValueError):
     pass
+
+
+class ToolFailed(ValueError):
+    """The tool ran and reported an error instead of a result (cannot connect, QP failed): the pair failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +47,7 @@ def perftest_bw(text: str) -> Bandwidth:
     head = next((i for i, line in enumerate(lines) if _PERF_HEAD.search(line)), None)
     if head is None:
         if any("Couldn't" in x or "Failed to" in x or "Unable to" in x for x in lines):
-            raise Malformed("perftest printed an error and no result table: " + _first_error(lines))
+            raise ToolFailed("perftest printed an error and no result table: " + _first_error(lines))
         raise Truncated("no perftest result header (#bytes #iterations BW peak ...)")
     unit = _PERF_HEAD.search(lines[head]).group(2)
     rows = []
@@ -76,7 +81,7 @@ def iperf3_bw(text: str) -> Bandwidth:
     if not isinstance(data, dict):
         raise Malformed("iperf3 JSON is not an object")
     if data.get("error"):
-        raise Malformed(f"iperf3 error: {str(data['error'])[:200]}")
+        raise ToolFailed(f"iperf3 error: {str(data['error'])[:200]}")
     end = data.get("end")
     try:
         received = end["sum_received"]["bits_per_second"]
@@ -129,7 +134,7 @@ def nccl_tests(text: str) -> Nccl:
     return Nccl(avg_busbw=avg, max_busbw=best, wrong=wrong + oob, hosts=tuple(dict.fromkeys(hosts)))
 
 
-_BORDER = re.compile(r"^[+|][-=+| A-Za-z]*[+|]$")
+DCGM_WRAP = 45
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +147,8 @@ class Dcgm:
 
 
 def dcgm_rows(text: str) -> dict[str, str]:
-    """Test name -> result text of a `dcgmi diag` table. dcgmi wraps a cell at a fixed width, mid-word or at a
-    blank: a continuation row joins with a space only where the previous row's cell ended in blanks. A test
+    """Test name -> result text of a `dcgmi diag` table. dcgmi wraps a cell's text every DCGM_WRAP characters,
+    mid-word or not: a continuation row joins without a space after a full-width row, with one after a shorter. A test
     with results per GPU (`Pass - GPU: 1`, `Fail - GPU: 0`) keeps them joined by '; '. Repeated names
     (Warning, Error, Info notes) are numbered."""
     rows: dict[str, str] = {}
@@ -170,7 +175,7 @@ def dcgm_rows(text: str) -> dict[str, str]:
                 rows[last] = f"{rows[last]}; {value}"
             else:
                 rows[last] += (" " if blank else "") + value
-        blank = raw != raw.rstrip()
+        blank = len(value) < DCGM_WRAP
     return rows
 
 
