@@ -178,8 +178,9 @@ def analyze(
         c.print(Text(f"work order: {work_order} ({steps} steps)"))
     if json_out is not None:
         json_out.write_bytes(orjson.dumps({
-            "suspects": rows, "bundles": [{"bundle": b.cable, "slow_paths": b.slow_paths, "tests": list(b.tests)}
-                                          for b in a.bundles], "ok": a.ok, "slow": a.slow, "failed": a.failed, "missing": a.missing,
+            "suspects": rows,
+            "bundles": [{"bundle": b.cable, "slow_paths": b.slow_paths, "tests": list(b.tests)} for b in a.bundles],
+            "ok": a.ok, "slow": a.slow, "failed": a.failed, "missing": a.missing,
             "unexplained": [{"test": u.test, "status": u.status, "bundles": list(u.bundles), "weak": list(u.weak)}
                             for u in a.unexplained],
             "skipped": dict(sorted(res.skipped_counts().items())),
