@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from railforge.acceptance import document, jobs
+from railforge.acceptance import document, jobs, labrun
 from railforge.acceptance.analysis import Analysis, analyse
 from railforge.acceptance.results import Reader, ReadError, read_acceptance_plan
 from railforge.acceptance.rounds import RoundsError
@@ -152,7 +153,7 @@ def analyze(
         for col in ("#", "cable", "tier", "slow paths", "lowest Gb/s", "A end", "B end"):
             t.add_column(col)
         for r in rows:
-            low = "failed" if r["lowest_gbps"] is None else f"{r['lowest_gbps']:g}"
+            low = "failed" if r["lowest_gbps"] is None else f"{r['lowest_gbps']:.3g}"
             t.add_row(str(r["rank"]), Text(r["cable"]), r["tier"], str(r["slow_paths"]), low, _end(r["a"]),
                       _end(r["b"]))
         c.print(t)
@@ -188,3 +189,33 @@ def analyze(
             "nccl_failed": sorted(nccl_bad), "dcgm_failed": sorted(dcgm_bad)}, option=orjson.OPT_INDENT_2))
     if a.slow or a.failed or rows or a.bundles or nccl_bad or dcgm_bad:
         raise typer.Exit(1)
+
+
+@acceptance_app.command("lab-run")
+def lab_run(
+    cluster: ClusterArg,
+    results: Annotated[Path, typer.Argument(help="folder to write the results into (round-NN/<test>.txt)")],
+    lab: Annotated[str, typer.Option(help="prefix of the running lab")],
+    out: OutOpt = None,
+    acceptance: Annotated[Path | None, typer.Option(help="acceptance folder planned with --lab (default: "
+                                                    "<generated>/acceptance)")] = None,
+    seconds: Annotated[float, typer.Option(min=0.5, max=600, help="iperf3 seconds per test")] = 2.0,
+    rate: Annotated[str, typer.Option(help="iperf3 -b rate per test")] = "100M",
+) -> None:
+    """Run every round of the acceptance plan on the lab's hosts, iperf3 standing in for ib_write_bw (root)."""
+    plan, folder = load(cluster, out, lab)
+    path = (acceptance or folder / "acceptance") / "plan.json"
+    try:
+        read_acceptance_plan(path)
+        doc = orjson.loads(path.read_bytes())
+    except ReadError as exc:
+        raise _err(str(exc)) from None
+    lab_hosts = {d.name for d in plan.devices if d.role == "node"}
+    strangers = sorted({t[s]["node"] for r in doc["rounds"] for t in r["tests"] for s in ("a", "b")} - lab_hosts)
+    if strangers:
+        raise _err(f"{path} pairs hosts the lab does not run ({', '.join(strangers[:3])}): plan it with --lab {lab}")
+    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?[KMG]?", rate):
+        raise _err(f"--rate {rate!r}: a number with an optional K, M or G suffix, like 100M")
+    for r in doc["rounds"]:
+        took = labrun.run_round(doc, r["round"], lab, results, seconds, rate)
+        typer.echo(f"round {r['round']}: {len(r['tests'])} tests in {took:.1f} s")
