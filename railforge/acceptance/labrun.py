@@ -6,6 +6,7 @@ carries the same header the real jobs write, then iperf3's JSON, so `acceptance 
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -14,12 +15,25 @@ from railforge.lab.shell import in_ns
 
 BASE_PORT = 15201
 CONNECT_TRIES = 25
+GRACE_S = 20
 
 
 def _header(cluster: str, test: dict, round_no: int, rc: int) -> str:
     a, b = test["a"], test["b"]
     return (f"# railforge-acceptance cluster={cluster} test={test['id']} round={round_no} tool=iperf3 "
             f"a={a['node']}:{a['hca']} b={b['node']}:{b['hca']} rc={rc}\n")
+
+
+def _finish(proc: subprocess.Popen, seconds: float) -> str:
+    """The client's JSON; a client still running GRACE_S after its test time (its end-of-test exchange lost on a
+    lossy path) is killed and recorded as a failed test, as the tool reporting no result."""
+    try:
+        text, _ = proc.communicate(timeout=seconds + GRACE_S)
+        return text
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return json.dumps({"error": f"no result {seconds + GRACE_S:g} s after the start: killed by the runner"})
 
 
 def run_round(doc: dict, round_no: int, prefix: str, results: Path, seconds: float = 2.0,
@@ -44,14 +58,14 @@ def run_round(doc: dict, round_no: int, prefix: str, results: Path, seconds: flo
             clients.append((t, cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                                      text=True)))
         for t, cmd, proc in clients:
-            text, _ = proc.communicate(timeout=seconds + 60)
+            text = _finish(proc, seconds)
             tries = 1
             while "Connection refused" in text and tries < CONNECT_TRIES:
                 time.sleep(0.2)  # the server had not bound yet
-                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                text, _ = proc.communicate(timeout=seconds + 60)
+                text = _finish(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True),
+                               seconds)
                 tries += 1
-            (out / f"{t['id']}.txt").write_text(_header(doc["cluster"], t, round_no, proc.returncode) + text)
+            (out / f"{t['id']}.txt").write_text(_header(doc["cluster"], t, round_no, 0) + text)
     finally:
         for s in servers:
             with contextlib.suppress(subprocess.TimeoutExpired):
