@@ -154,7 +154,7 @@ def analyze(
             t.add_column(col)
         for r in rows:
             low = "failed" if r["lowest_gbps"] is None else f"{r['lowest_gbps']:.3g}"
-            t.add_row(str(r["rank"]), Text(r["cable"]), r["tier"], str(r["slow_paths"]), low, _end(r["a"]),
+            t.add_row(str(r["rank"]), Text(r["cable"]), Text(r["tier"]), str(r["slow_paths"]), low, _end(r["a"]),
                       _end(r["b"]))
         c.print(t)
     for b in a.bundles:
