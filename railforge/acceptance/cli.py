@@ -84,7 +84,7 @@ def plan_cmd(
     except OSError as exc:
         raise _err(f"cannot write {exc.filename or ''}: {exc.strerror or exc}") from None
     d = ap.doc
-    t = Table(title=f"{d['cluster']}: acceptance burn-in ({count} files in {to or folder / 'acceptance'})")
+    t = Table(title=Text(f"{d['cluster']}: acceptance burn-in ({count} files in {to or folder / 'acceptance'})"))
     for col in ("rounds", "bound", "tests", "flows/pair", "pair pass Gb/s", "NCCL pass GB/s", "duration"):
         t.add_column(col)
     th = d["thresholds"]
