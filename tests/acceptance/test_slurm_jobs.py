@@ -1,8 +1,9 @@
 """The burn-in's Slurm batch scripts read by the real Slurm 22.05: a private slurmctld on 127.0.0.1 (its own
 ports, auth/none, the plan's GPU nodes with 64 CPUs and 8 GPUs each, as powered-down cloud nodes) and
-`sbatch --test-only` for every round, NCCL and DCGM script, submitted from the jobs folder as documented. sbatch parses every #SBATCH line and
-slurmctld decides the job could start on the named nodes; a directive it rejects, a node list it cannot
-resolve or a node count the list does not match fails the test. The controller is stopped by its PID."""
+`sbatch --test-only` for every round, NCCL and DCGM script, submitted from the jobs folder as documented. sbatch
+parses every #SBATCH line and slurmctld decides the job could start on the named nodes; a directive it rejects,
+a node list it cannot resolve or a node count the list does not match fails the test. The controller is stopped
+by its PID."""
 
 from __future__ import annotations
 
