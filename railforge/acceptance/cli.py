@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from railforge import outdir
 from railforge.acceptance import document, jobs, labrun
 from railforge.acceptance.analysis import Analysis, analyse
 from railforge.acceptance.results import Reader, ReadError, read_acceptance_plan
@@ -25,7 +26,6 @@ from railforge.lab.scope import ScopeError, lab_topology
 from railforge.lab.state import load_state
 from railforge.plan import Plan
 from railforge.render.tables import PlanIndex
-from railforge.verify.source import MissingBuild, load_generated_plan
 
 acceptance_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 ClusterArg = Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")]
@@ -39,8 +39,8 @@ def _err(msg: str, code: int = 2) -> typer.Exit:
 
 def load(cluster: Path, out: Path | None, lab: str | None) -> tuple[Plan, Path]:
     try:
-        plan, folder = load_generated_plan(cluster, out)
-    except MissingBuild as exc:
+        plan, folder = outdir.load(cluster, out)
+    except outdir.BuildError as exc:
         raise _err(str(exc)) from None
     if lab is not None:
         state = load_state(plan.cluster.name, lab)
