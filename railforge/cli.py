@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import gc
+import importlib.metadata
 import json
 import os
 import sys
@@ -23,14 +24,17 @@ from railforge.allocator import keep_freed_memory
 from railforge.change.cli import diff
 from railforge.change.guard import Refused, check_growth
 from railforge.entry import KeepUntilExit
+from railforge.growth import growth_note
 from railforge.lab.cli import lab_app
 from railforge.output import Output, OutputError, UnsafePath, describe
-from railforge.parallel import render_parallel
+from railforge.parallel import jobs_for, render_parallel
 from railforge.plan import Plan
 from railforge.planner import build_plan
-from railforge.progress import StageClock, progress_for
+from railforge.progress import StageClock, progress_for, status
 from railforge.render import families
+from railforge.sot.cli import sot_app
 from railforge.spec import load_spec
+from railforge.spec.advice import spec_warnings
 from railforge.spec.errors import SpecError, SpecErrors
 from railforge.verify.cli import verify_app
 from railforge.ztp.cli import ztp
@@ -39,12 +43,14 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, pret
 app.add_typer(lab_app, name="lab")
 app.add_typer(verify_app, name="verify")
 app.add_typer(acceptance_app, name="acceptance")
+app.add_typer(sot_app, name="sot")
 app.command(name="ztp")(ztp)
 app.command()(diff)
 err = Console(stderr=True, soft_wrap=True, emoji=False, highlight=False)
 INVENTORY_LINKS = ("ansible", "hosts.yml", "host_vars", "group_vars")
 STALE_INVENTORY_LINKS = ("nodes",)
 PARALLEL_MIN_DEVICES = 2000
+WORK_ORDER = ("init", "validate", "build", "ztp", "verify", "diff", "lab")
 
 
 def _flags_without_type(params: list) -> list:
@@ -68,6 +74,12 @@ class Group(TyperGroup):
     def get_params(self, ctx: typer.Context) -> list:
         return _flags_without_type(super().get_params(ctx))
 
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        """Commands in the order of the work (WORK_ORDER), then any others in the order they were added."""
+        names = super().list_commands(ctx)
+        return sorted(names, key=lambda n: (WORK_ORDER.index(n) if n in WORK_ORDER else len(WORK_ORDER),
+                                            names.index(n)))
+
 
 def plain_help(typer_app: typer.Typer) -> None:
     """Give every command and group of `typer_app` (sub-apps included) the plain help above."""
@@ -88,6 +100,8 @@ def say_error(message: str) -> None:
 def load_plan(spec_path: Path) -> Plan:
     try:
         spec, lines = load_spec(spec_path)
+        for w in spec_warnings(spec, lines, str(spec_path)):
+            err.print(Text.assemble(("warning", "yellow"), " ", w.render()))
         return build_plan(spec, lines, str(spec_path))
     except SpecErrors as exc:
         for e in exc.errors:
@@ -141,6 +155,43 @@ def summary_table(plan: Plan) -> Table:
 SpecArg = Annotated[Path, typer.Argument(help="inventory/<cluster>/cluster.yaml", metavar="SPEC")]
 
 
+def _version(value: bool) -> None:
+    if value:
+        try:
+            version = importlib.metadata.version("railforge")
+        except importlib.metadata.PackageNotFoundError:
+            version = "unknown (not installed)"
+        sys.stdout.write(f"railforge {version}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="print the version and exit", is_eager=True,
+                                          callback=_version)] = False,
+) -> None:
+    pass
+
+
+@app.command()
+def init(
+    folder: Annotated[Path, typer.Argument(help="folder for the new cluster.yaml, e.g. inventory/my-cluster",
+                                           metavar="FOLDER")],
+    name: Annotated[str | None, typer.Option(help="cluster name (default: the folder's name)")] = None,
+) -> None:
+    """Write FOLDER/cluster.yaml: a small complete spec to edit into your cluster (never overwrites)."""
+    from railforge.spec.starter import StarterError, write_starter
+
+    try:
+        path = write_starter(folder, name)
+    except StarterError as exc:
+        say_error(str(exc))
+        raise typer.Exit(2) from None
+    Console(highlight=False).print(Text(
+        f"wrote {path}\nnext: edit it (every key: docs/spec/reference.md), then\n"
+        f"  railforge validate {path}\n  railforge build {path}"))
+
+
 @app.command()
 def validate(spec: SpecArg) -> None:
     """Check the spec and print the design summary and report (markdown as it is when not on a terminal)."""
@@ -149,6 +200,7 @@ def validate(spec: SpecArg) -> None:
     if not out.is_terminal:
         out = Console(emoji=False, highlight=False, width=160)
     out.print(summary_table(plan))
+    out.print(Text(growth_note(plan)))
     for fam in families():
         if fam.name == "report":
             from railforge.render.report import report_markdown
@@ -165,7 +217,8 @@ def build(
     ctx: typer.Context,
     spec: SpecArg,
     out: Annotated[Path | None, typer.Option(help="output folder (default: <spec folder>/generated)")] = None,
-    only: Annotated[str | None, typer.Option(help="comma-separated artifact families to write")] = None,
+    only: Annotated[str | None, typer.Option(help="comma-separated artifact families to write, of: "
+                                                  + ", ".join(f.name for f in families()))] = None,
     limit: Annotated[str | None, typer.Option(help="only devices whose name matches this glob")] = None,
     timings: Annotated[Path | None, typer.Option(help="write per-stage wall/CPU seconds as JSON here")] = None,
     jobs: Annotated[int, typer.Option(help="worker processes for rendering (1 = serial)", min=1)] = min(
@@ -177,7 +230,7 @@ def build(
     gc.disable()
     keep_freed_memory()
     clock = StageClock()
-    with clock.stage("spec-to-plan"):
+    with clock.stage("spec-to-plan"), status(f"planning {spec}"):
         plan = load_plan(spec)
     fams = families()
     if only:
@@ -213,8 +266,8 @@ def build(
     output.replace_dirs = [d for f in fams for d in f.owns]
     try:
         if jobs > 1 and len(plan.devices) >= PARALLEL_MIN_DEVICES:
-            with clock.stage("render"):
-                clock.stages.update(render_parallel(plan, fams, output, jobs))
+            with clock.stage("render"), progress_for(len(jobs_for(fams, jobs))) as advance:
+                clock.stages.update(render_parallel(plan, fams, output, jobs, on_done=advance))
         else:
             with progress_for(fams) as advance:
                 for fam in fams:
@@ -240,6 +293,8 @@ def build(
         say_error(f"wrote {target}, but then {describe(exc)}")
         raise typer.Exit(1) from None
     Console(stderr=True).print(f"wrote {len(output.written)} files to {target}", highlight=False)
+    if not partial:
+        Console(stderr=True, highlight=False).print(Text(growth_note(plan)))
     if isinstance(ctx.obj, KeepUntilExit):
         ctx.obj.keep(plan)
 

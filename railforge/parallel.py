@@ -19,7 +19,9 @@ import gc
 import os
 import pickle
 import signal
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from railforge.output import Output
@@ -81,12 +83,15 @@ def _dispenser(n: int) -> int:
     return read
 
 
-def _take(jobs: list[Job], dispenser: int) -> list[JobResult]:
-    """Run the next job from `dispenser` until there is none; on failure, leave none for the others."""
+def _take(jobs: list[Job], dispenser: int, done: int | None = None) -> list[JobResult]:
+    """Run the next job from `dispenser` until there is none; on failure, leave none for the others. Each finished
+    job writes its number to `done`, which the parent's progress display reads."""
     results = []
     while record := os.read(dispenser, 4):
         try:
             results.append(_run(jobs[int.from_bytes(record, "little")]))
+            if done is not None:
+                os.write(done, record)
         except BaseException:
             while os.read(dispenser, 1 << 16):
                 pass
@@ -94,12 +99,12 @@ def _take(jobs: list[Job], dispenser: int) -> list[JobResult]:
     return results
 
 
-def _child(jobs: list[Job], dispenser: int, fd: int) -> None:
+def _child(jobs: list[Job], dispenser: int, fd: int, done: int | None = None) -> None:
     """A forked worker: run jobs, send ("ok", results) or ("error", exception) through `fd`, never return."""
     status = 0
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-        payload = pickle.dumps(("ok", _take(jobs, dispenser)))
+        payload = pickle.dumps(("ok", _take(jobs, dispenser, done)))
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
         status = 1
         try:
@@ -157,13 +162,29 @@ def _end(pid: int, fd: int) -> None:
         os.waitpid(pid, 0)
 
 
-def render_parallel(plan: Plan, families: list[Family], output: Output, workers: int) -> dict[str, dict]:
+def _report_done(jobs: list[Job], done_read: int, on_done: Callable[[str], None]) -> threading.Thread:
+    """A thread, started after the forks (a child forked from a threaded parent may inherit a held lock), that
+    passes each finished job's family names to `on_done` until every writer has closed the pipe."""
+
+    def loop() -> None:
+        while record := os.read(done_read, 4):
+            on_done("+".join(jobs[int.from_bytes(record, "little")].families))
+
+    thread = threading.Thread(target=loop, name="railforge-progress", daemon=True)
+    thread.start()
+    return thread
+
+
+def render_parallel(plan: Plan, families: list[Family], output: Output, workers: int,
+                    on_done: Callable[[str], None] | None = None) -> dict[str, dict]:
     """Run every family in this process and `workers - 1` forked children; returns {family: {"wall_s", "cpu_s"}}
-    summed over its shards."""
+    summed over its shards. `on_done(families)` is called in this process, from a thread, as each job ends."""
     jobs = jobs_for(families, workers)
     _handoff.update(plan=plan, families={f.name: f for f in families}, output=output,
                     order={d.name: i for i, d in enumerate(plan.devices)})
     dispenser = _dispenser(len(jobs))
+    done_read, done_write = os.pipe() if on_done is not None else (None, None)
+    reporter = None
     children: list[tuple[int, int]] = []
     gc.freeze()
     try:
@@ -172,10 +193,14 @@ def render_parallel(plan: Plan, families: list[Family], output: Output, workers:
             pid = os.fork()
             if pid == 0:
                 os.close(read)
-                _child(jobs, dispenser, write)
+                if done_read is not None:
+                    os.close(done_read)
+                _child(jobs, dispenser, write, done_write)
             os.close(write)
             children.append((pid, read))
-        results = _take(jobs, dispenser)
+        if done_read is not None and on_done is not None:
+            reporter = _report_done(jobs, done_read, on_done)
+        results = _take(jobs, dispenser, done_write)
         while children:
             pid, read = children[0]  # a child stays listed, to be killed on failure, until its pipe is read
             data = _read_all(read)
@@ -188,6 +213,12 @@ def render_parallel(plan: Plan, families: list[Family], output: Output, workers:
         raise
     finally:
         os.close(dispenser)
+        if done_write is not None:
+            os.close(done_write)  # the children's copies closed when they ended: the reporter sees end of file
+        if reporter is not None:
+            reporter.join(timeout=5)
+        if done_read is not None:
+            os.close(done_read)
         _handoff.clear()
         gc.unfreeze()
     stages: dict[str, dict] = {}

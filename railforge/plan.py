@@ -350,6 +350,9 @@ class Plan:
     """One entry per hardware model: manufacturer and U height (what NetBox imports)."""
     schema_version: int = SCHEMA_VERSION
     """Version of this contract; readers refuse another."""
+    twin_parts: dict[str, str] = field(default_factory=dict)
+    """Transceiver part -> the twin-port module that serves a whole split switch cage in its place (from the
+    catalog's media rules, only for parts the links use)."""
     views: dict = field(default_factory=dict, repr=False, compare=False)
     """Read-only tables derived from this plan by renderers (e.g. the address table), computed once per process
     and shared by the families that need them; never written to plan.json."""

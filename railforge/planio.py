@@ -44,6 +44,7 @@ def write_plan(plan: Plan, fh: IO[bytes]) -> None:
     fh.write(b',\n"qos":' + d(plan.qos, option=_OPTS) + b',\n"reliability":' + d(plan.reliability, option=_OPTS))
     fh.write(b',\n"tenants":' + d(plan.tenants, option=_OPTS))
     fh.write(b',\n"device_types":' + d(plan.device_types, option=_OPTS))
+    fh.write(b',\n"twin_parts":' + d(plan.twin_parts, option=_OPTS))
     for key in ("pools", "asn_pools", "racks", "pod_networks", "devices", "links"):
         items = getattr(plan, key)
         fh.write(b',\n"' + key.encode() + b'":[')
@@ -97,4 +98,5 @@ def read_plan(path: str | Path) -> Plan:
         tenants=[Tenant(**t) for t in raw["tenants"]],
         device_types=[DeviceType(**t) for t in raw.get("device_types", [])],
         schema_version=raw["schema_version"],
+        twin_parts=dict(raw.get("twin_parts", {})),
     )

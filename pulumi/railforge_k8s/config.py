@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pulumi.errors import RunError
+
 from .versions import Versions, versions_from_config
 
 RDMA_MODES = ("macvlan", "ipoib", "host", "routed")
@@ -28,8 +30,9 @@ KNOWN_KEYS = (
 )
 
 
-class ConfigError(ValueError):
-    """The stack configuration is invalid."""
+class ConfigError(ValueError, RunError):
+    """The stack configuration is invalid.
+    A RunError: the Pulumi CLI reports its message as one error line, without a traceback."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +53,7 @@ class StackConfig:
     versions: Versions = field(default_factory=Versions)
 
     def mode_for(self, fabric: str) -> str:
-        """The RDMA mode: as configured, else macvlan on RoCE and ipoib on InfiniBand."""
+        """The configured RDMA mode, checked against the fabric (with none set, routing.default_mode picks)."""
         mode = self.rdma_mode or ("ipoib" if fabric == "infiniband" else "macvlan")
         if mode in ("macvlan", "routed") and fabric != "roce":
             raise ConfigError(f"rdmaMode {mode} needs a RoCE fabric; this plan's fabric is {fabric}")

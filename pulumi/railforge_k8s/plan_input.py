@@ -6,11 +6,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from pulumi.errors import RunError
+
 SUPPORTED_SCHEMA_VERSION = 1
 
 
-class PlanError(ValueError):
-    """plan.json does not carry what the stack needs."""
+class PlanError(ValueError, RunError):
+    """plan.json does not carry what the stack needs.
+    A RunError: the Pulumi CLI reports its message as one error line, without a traceback."""
 
 
 @dataclass(frozen=True, slots=True)

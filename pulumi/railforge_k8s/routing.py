@@ -8,14 +8,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from pulumi.errors import RunError
+
 from .plan_input import PlanInput, PodNetwork, Rail
 
 CNI_VERSION = "0.3.1"
 ROUTED_SUFFIX = "routed"  # the rails role names its node-local networks <rail ifname>-routed (rails_pod_network_suffix)
 
 
-class RoutabilityError(ValueError):
-    """The requested mode would give pods addresses the fabric cannot route."""
+class RoutabilityError(ValueError, RunError):
+    """The requested mode would give pods addresses the fabric cannot route.
+    A RunError: the Pulumi CLI reports its message as one error line, without a traceback."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +106,22 @@ def _check_routed(plan: PlanInput, per_rail: dict[Rail, list[PodNetwork]]) -> No
                 f"{' (' + ', '.join(f'{n.subnet}/{n.scope}' for n in bad[:3]) + ')' if bad else ''}. Routed pods "
                 "need a RoCE plan with addressing.pod_addresses_per_node of at least 1; else use rdmaMode: host."
             )
+
+
+def default_mode(plan: PlanInput) -> str:
+    """The mode when the stack sets none: the first of ipoib (InfiniBand) or macvlan, routed (RoCE) whose
+    addresses the plan's fabric routes, else host. macvlan fits only one leaf subnet per rail (one SU); a
+    multi-SU RoCE plan gets routed when it reserves pod addresses, else host."""
+    per_rail = {rail: plan.networks_of(rail) for rail in plan.rails}
+    candidates = ((("ipoib", _check_ipoib),) if plan.fabric == "infiniband"
+                  else (("macvlan", _refuse_macvlan), ("routed", _check_routed)))
+    for mode, check in candidates:
+        try:
+            check(plan, per_rail)
+        except RoutabilityError:
+            continue
+        return mode
+    return "host"
 
 
 def plan_attachments(plan: PlanInput, mode: str, mtu: int) -> list[AttachmentSpec]:

@@ -14,7 +14,7 @@ from .nic_cluster_policy import NicClusterPolicy, NicClusterPolicyArgs
 from .node_labels import NodeLabels, NodeLabelsArgs
 from .plan_input import PlanInput
 from .priority import PriorityClasses
-from .routing import plan_attachments
+from .routing import default_mode, plan_attachments
 from .scheduling import SchedulingArgs, TopologyScheduling
 from .whereabouts import Whereabouts, WhereaboutsArgs
 
@@ -34,7 +34,7 @@ class Deployment:
 
 
 def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
-    mode = config.mode_for(plan.fabric)
+    mode = config.mode_for(plan.fabric) if config.rdma_mode else default_mode(plan)
     specs = plan_attachments(plan, mode, plan.host_mtu)
     secrets = config.image_pull_secrets
     operator = NetworkOperator(

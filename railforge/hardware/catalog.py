@@ -65,3 +65,16 @@ def ports_at(switch: CatalogSwitch, speed_mbps: int) -> list[PortSlot]:
 
 def speeds(switch: CatalogSwitch) -> list[int]:
     return sorted({m.speed for g in switch.groups for m in g.modes}, reverse=True)
+
+
+def twin_parts(catalog: Catalog, links: list) -> dict[str, str]:
+    """Transceiver part -> twin-port module, for the per-end parts `links` use whose media rule names one."""
+    used = {link.part for link in links if link.transceivers and link.part}
+    out: dict[str, str] = {}
+    for rules in catalog.media.values():
+        for rule in rules:
+            if rule.twin_part and rule.per_end:
+                for part in (rule.part, *rule.parts.values()):
+                    if part in used:
+                        out[part] = rule.twin_part
+    return dict(sorted(out.items()))

@@ -189,7 +189,11 @@ def check(
 @lab_app.command()
 def lldp(cluster: ClusterArg, folder: Annotated[Path, typer.Argument(help="write <device>.json here")],
          out: OutOpt = None, prefix: PrefixOpt = "rf-") -> None:
-    """Save every namespace's `lldpcli -f json show neighbors details` as <device>.json (input for verify)."""
+    """Save every namespace's `lldpcli -f json show neighbors details` as <device>.json, the input of
+    `railforge verify cabling CLUSTER --lldp FOLDER --partial --no-speed`. Both flags are needed on the lab's
+    files: the lab keeps only some SUs, spines and hosts (`--partial` judges only cables with both ends in
+    the files) and its veth links report no real speed (`--no-speed`); without them every cable outside the
+    lab and every port speed is a finding."""
     plan, state, topo = _running(cluster, out, prefix)
     folder.mkdir(parents=True, exist_ok=True)
     checks.lldp_observation(state, topo, PlanNames(plan), save=folder)

@@ -106,6 +106,7 @@ class IbSim:
     """One ibsim and (optionally) one OpenSM in `workdir`, on a private socket; `stop` ends both by PID."""
 
     def __init__(self, workdir: Path, sockname: str, sim_host: str):
+        workdir = workdir.resolve()  # the daemons run in workdir: a path relative to the caller would miss
         self.workdir, self.sockname, self.sim_host = workdir, sockname, sim_host
         self.ibsim: subprocess.Popen | None = None
         self.opensm: subprocess.Popen | None = None
@@ -129,8 +130,8 @@ class IbSim:
         log = open(self.workdir / "ibsim.log", "w")  # noqa: SIM115 - closed by the child's exit
         env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
         env["IBSIM_SOCKNAME"] = self.sockname
-        self.ibsim = subprocess.Popen(["ibsim", "-s", "-n", str(net)], stdout=log, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL, env=env, cwd=self.workdir)
+        self.ibsim = subprocess.Popen(["ibsim", "-s", "-n", str(Path(net).resolve())], stdout=log,
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=self.workdir)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -160,6 +161,12 @@ class IbSim:
             raise
 
     def _start_opensm(self, conf: Path, root_guids: Path, partitions: Path, timeout: float) -> str:
+        # OpenSM runs in workdir and silently falls back to its defaults when -F names no file: every path is
+        # made absolute (a relative one was resolved against workdir, not the caller's folder) and checked.
+        conf, root_guids, partitions = (Path(p).resolve() for p in (conf, root_guids, partitions))
+        for path in (conf, root_guids, partitions):
+            if not path.is_file():
+                raise SimError(f"{path} is not a file; OpenSM would run on its defaults without it")
         cmd = ["opensm", "-F", str(conf), "-a", str(root_guids), "-P", str(partitions), "-f", str(self.osm_log),
                "-D", "0x07", "-d", "2"]
         out = open(self.workdir / "opensm.out", "w")  # noqa: SIM115 - closed by the child's exit

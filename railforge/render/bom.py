@@ -61,8 +61,17 @@ def _bill_of_materials(plan: Plan) -> Bom:
             cables[(media, part, speed, length)] += n
             if is_aoc(media):
                 aoc += n
+    twin_ends, twin_cages = _twin_port_ends(plan)
+    for key, ends in twin_ends.items():
+        xcvr[key] -= ends
     for (media, part, speed), n in sorted(xcvr.items()):
-        rows.append(("transceiver", media, part, speed, "", n, "pcs", "counted per cable end"))
+        if n:
+            rows.append(("transceiver", media, part, speed, "", n, "pcs",
+                         "single-port, one per cable end not on a split switch cage" if part in plan.twin_parts
+                         else "counted per cable end"))
+    for (media, part, speed), n in sorted(twin_cages.items()):
+        rows.append(("transceiver", f"{media} twin-port", part, speed, "", n, "pcs",
+                     "one per split switch cage, serving its ports"))
     for (media, part, speed, length), n in sorted(cables.items()):
         rows.append(("cable", media, part, speed, length, n, "pcs", ""))
     for (kind, speed, length), n in sorted(fibre_cords.items()):
@@ -76,8 +85,35 @@ def _bill_of_materials(plan: Plan) -> Bom:
     for (role, fabric, mbps), n in sorted(nic_ports.items()):
         rows.append(("nic port", f"{role} {fabric}", "", speed_label(mbps), "", n, "ports",
                      "BMC" if fabric == "oob" else ""))
-    n_xcvr = sum(xcvr.values())
+    n_xcvr = sum(xcvr.values()) + sum(twin_cages.values())
     return Bom(rows, n_xcvr + 2 * aoc, n_xcvr, aoc, len(plan.links), round(sum(fibre.values()), 1))
+
+
+def _twin_port_ends(plan: Plan) -> tuple[Counter, Counter]:
+    """Link ends on split switch cages whose transceiver part has a twin-port module (plan.twin_parts):
+    ({(media, part, speed): ends served}, {(media, twin part, speed): modules, one per cage})."""
+    ends: Counter = Counter()
+    cages: set[tuple[str, int, str, str, str]] = set()
+    if not plan.twin_parts:
+        return ends, Counter()
+    twin_links = {link.id: link for link in plan.links if link.transceivers and link.part in plan.twin_parts}
+    for d in plan.devices:
+        if d.role not in SWITCH_ROLES:
+            continue
+        for p in d.ports:
+            link = twin_links.get(p.link) if p.link else None
+            if link is None or not _split(p.breakout):
+                continue
+            speed = speed_label(link.speed_mbps)
+            ends[(link.media, link.part, speed)] += 1
+            cages.add((d.name, p.index, link.media, plan.twin_parts[link.part], speed))
+    return ends, Counter((media, twin, speed) for _, _, media, twin, speed in cages)
+
+
+def _split(breakout: str) -> bool:
+    """'2x400G' -> True: the port shares its cage with others."""
+    count = breakout.split("x", 1)[0]
+    return count.isdigit() and int(count) > 1
 
 
 def render(plan: Plan, out: Output) -> None:

@@ -67,8 +67,8 @@ def row_svg(plan: Plan, row: int, racks: list[Rack], devices: dict[str, list[Dev
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" font-family="sans-serif" data-row="{row}" data-u-px="{U_PX}">',
             f"<title>{escape(title)}</title>",
-            "<style>.h{font-size:16px;font-weight:bold}.rack{font-size:12px;text-anchor:middle}"
-            ".u{font-size:8px;text-anchor:end;fill:#666}.dev{font-size:9px;fill:#fff}.legend{font-size:11px}</style>",
+            "<style>.h{font-size:16px;font-weight:bold}text.rack{font-size:12px;text-anchor:middle}"
+            ".u{font-size:8px;text-anchor:end;fill:#666}.dev{font-size:9px;fill:#fff;text-anchor:start}.legend{font-size:11px}</style>",
             f'<text x="{MARGIN}" y="22" class="h">{escape(title)}</text>']
     return "\n".join(head + body + ["</svg>"]) + "\n"
 

@@ -66,6 +66,14 @@ def _writer(out: Output, name: str, columns: tuple[str, ...]) -> RowWriter:
     return w
 
 
+def device_types(plan: Plan) -> dict[str, tuple[str, int]]:
+    """(manufacturer, U height) of every model the plan racks, from the plan's `device_types`."""
+    types = {t.model: (t.manufacturer or GENERIC_VENDOR, t.height_u) for t in plan.device_types}
+    for d in plan.devices:
+        types.setdefault(d.model, (GENERIC_VENDOR, d.height_u))
+    return types
+
+
 def render(plan: Plan, out: Output) -> None:
     site = plan.cluster.name
     ib = plan.cluster.fabric == "infiniband"
@@ -76,9 +84,7 @@ def render(plan: Plan, out: Output) -> None:
                                              f"{plan.cluster.tiers}-tier {plan.cluster.mode}"))
     w.close()
 
-    types = {t.model: (t.manufacturer or GENERIC_VENDOR, t.height_u) for t in plan.device_types}
-    for d in plan.devices:
-        types.setdefault(d.model, (GENERIC_VENDOR, d.height_u))
+    types = device_types(plan)
     w = _writer(out, FILES[1], ("name", "slug"))
     for vendor in sorted({v for v, _ in types.values()}):
         w.writerow((vendor, slug(vendor)))

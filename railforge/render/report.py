@@ -10,6 +10,7 @@ from railforge.output import Output
 from railforge.plan import Plan, TierSummary
 from railforge.render.bom import bill_of_materials
 from railforge.render.elevations import elevation_file
+from railforge.render.rails_svg import rails_file
 from railforge.render.tables import ROLE_ORDER, address_table
 
 HOURS_PER_MONTH = 730.0
@@ -160,10 +161,14 @@ def report_markdown(plan: Plan) -> str:
             f"Optical modules: {bom.optical_modules} ({bom.transceivers} transceivers + 2 ends of each of "
             f"{bom.aoc_cables} AOCs) at an MTBF of {rel.optics_mtbf_hours:,.0f} h: one fails every "
             f"{_fmt_hours(interval)}; about {per_month:.1f} per month.", ""]
-    sizes = sorted({*rel.job_gpus, c.gpus})
+    sizes = sorted({*(n for n in rel.job_gpus if n <= c.gpus), c.gpus})
+    too_big = sorted(n for n in set(rel.job_gpus) if n > c.gpus)
     out += _table(("job GPUs", "per-GPU monthly availability", "P(interrupted within a month)"),
                   [(n, f"{rel.gpu_monthly_availability:.4%}",
                     f"{job_interruption_probability(n, rel.gpu_monthly_availability):.1%}") for n in sizes])
+    if too_big:
+        out += ["", f"Left out: job sizes larger than this cluster's {c.gpus:,} GPUs "
+                    f"({', '.join(f'{n:,}' for n in too_big)}; `reliability.job_gpus`)."]
     out += ["", "Assumes independent failures; plan checkpoints accordingly."]
 
     out += ["", "## Address and ASN headroom", ""]
@@ -173,6 +178,10 @@ def report_markdown(plan: Plan) -> str:
     rows = sorted({r.row for r in plan.racks})
     out += ["", "## Drawings", "", "Fabric by tier: [fabric.svg](fabric.svg). Rack elevations (every device at its "
             "U): " + ", ".join(f"[row {r}]({elevation_file(r)})" for r in rows) + "."]
+    sus = sorted({d.su for d in plan.devices if d.rails and d.su is not None})
+    if sus:
+        out += ["", "Rail view (which NIC of which node goes to which leaf port): "
+                + ", ".join(f"[SU {s}]({rails_file(s)})" for s in sus) + "."]
     out.append("")
     return "\n".join(out)
 

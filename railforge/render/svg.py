@@ -61,6 +61,7 @@ def _panel(plan: Plan, fabric: str, devices: dict[str, Device], y0: int) -> tupl
     seen: set[str] = set()
     bundle: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
     placed: dict[str, tuple[int, str]] = {}
+    taken: list[tuple[float, float, float, float]] = []  # boxes of the tier titles and bundle labels drawn so far
 
     def place(name: str) -> tuple[int, str]:
         hit = placed.get(name)
@@ -102,6 +103,7 @@ def _panel(plan: Plan, fabric: str, devices: dict[str, Device], y0: int) -> tupl
             hosts = [d for v in counts.values() for d in v]
             label = f"SU / endpoints: {len(hosts)}"
         shapes.append(f'<text x="{MARGIN}" y="{y - 8}" class="tier">{escape(label)}</text>')
+        taken.append((MARGIN - LABEL_PAD, y - 8 - 13, MARGIN + 7.5 * len(label), y - 8 + LABEL_PAD))
         for i, name in enumerate(names):
             x = MARGIN + i * (BOX_W + GAP)
             pos[(row, name)] = (x + BOX_W // 2, y)
@@ -132,8 +134,9 @@ def _panel(plan: Plan, fabric: str, devices: dict[str, Device], y0: int) -> tupl
         lines.append(f'<line x1="{xa}" y1="{ya}" x2="{xb}" y2="{yb}"><title>{escape(a[1])} – {escape(b[1])}: '
                      f'{text}</title></line>')
         if label_all and a[0] != b[0]:
-            lx, ly = (2 * xa + 3 * xb) // 5, (2 * ya + 3 * yb) // 5
-            labels.append(f'<text x="{lx}" y="{ly}" class="bundle">{text}</text>')
+            spot = _free_spot(taken, text, xa, ya, xb, yb)
+            if spot is not None:
+                labels.append(f'<text x="{spot[0]}" y="{spot[1]}" class="bundle">{text}</text>')
     bottom = y0 + 50 + (len(rows_used) - 1) * ROW_H + BOX_H + 20
     for i, ((ra, rb, mbps), count) in enumerate(sorted(totals.items())):
         name_a = "SU / endpoints" if ra == host_row else tiers[ra][0]
@@ -142,6 +145,25 @@ def _panel(plan: Plan, fabric: str, devices: dict[str, Device], y0: int) -> tupl
                       f'{escape(name_a)} – {escape(name_b)}: {count} × {speed_label(mbps)}</text>')
     bottom += 16 * (len(totals) + 1)
     return ['<g class="links">', *lines, "</g>", *labels, *shapes], bottom, width
+
+
+LABEL_SPOTS = (0.6, 0.4, 0.75, 0.25, 0.5, 0.85, 0.15)  # where along its line a bundle label may sit, in order
+CHAR_W, LABEL_H, LABEL_PAD = 6.2, 11, 3  # 10 px sans-serif: an upper bound of a character's advance
+
+
+def _free_spot(taken: list[tuple[float, float, float, float]], text: str, xa: int, ya: int, xb: int,
+               yb: int) -> tuple[int, int] | None:
+    """The first spot along the line (LABEL_SPOTS) where the label's box overlaps no label placed before, which
+    it then joins; None when every spot is taken: the line's tooltip and the panel's totals still give the
+    count. Labels once sat at one fixed spot and overran each other where bundles fan out of one block."""
+    half = CHAR_W * len(text) / 2 + LABEL_PAD
+    for f in LABEL_SPOTS:
+        x, y = round(xa + (xb - xa) * f), round(ya + (yb - ya) * f)
+        box = (x - half, y - LABEL_H - LABEL_PAD, x + half, y + LABEL_PAD)
+        if all(box[2] <= o[0] or o[2] <= box[0] or box[3] <= o[1] or o[3] <= box[1] for o in taken):
+            taken.append(box)
+            return x, y
+    return None
 
 
 def fabric_svg(plan: Plan) -> str:

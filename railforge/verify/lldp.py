@@ -50,8 +50,11 @@ def parse_lldpcli_json(text: str, device: str, names: PlanNames, source: str = "
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         raise LldpFormatError(f"{source or device}: not lldpcli JSON ({exc})") from None
+    if not isinstance(raw, dict) or "lldp" not in raw:
+        raise LldpFormatError(f"{source or device}: not lldpcli JSON (no top-level 'lldp' object; expected the "
+                              "output of `lldpcli -f json show neighbors details`)")
     obs = Observation(devices={device})
-    lldp = raw.get("lldp", {}) if isinstance(raw, dict) else {}
+    lldp = raw.get("lldp", {})
     if isinstance(lldp, list):
         lldp = lldp[0] if lldp else {}
     for local, entry in _entries(lldp.get("interface", [])):
@@ -112,7 +115,7 @@ def parse_lldp_file(path: Path, names: PlanNames, device: str | None = None) -> 
     if names.device(dev) is None:
         raise LldpFormatError(f"{path}: file name must be a planned device name, {dev!r} is not in the plan")
     dev = names.device(dev) or dev
-    if text.lstrip().startswith("{"):
+    if path.suffix == ".json" or text.lstrip().startswith(("{", "[")):
         return parse_lldpcli_json(text, dev, names, str(path))
     return parse_sonic_lldp_table(text, dev, names, str(path))
 

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from railforge import outdir
 from railforge.outdir import BuildError
@@ -101,5 +102,8 @@ def ztp(
               f"reservations" + (f", credentials for {len(switches)} switches (files 0600)" if creds.any else ""),
               highlight=False)
     if waiting:
-        err.print(f"[yellow]note[/yellow] {len(waiting)} switches have no MAC or client-id yet, e.g. "
-                  f"{', '.join(waiting[:5])}: fill in {mac_file or base / TEMPLATE}", highlight=False)
+        where = (f"fill in {mac_file}" if mac_file else
+                 f"copy {generated / TEMPLATE} (the build's template) to {base / TEMPLATE}, fill it in and rerun "
+                 "(or pass --macs FILE); the build replaces generated/, so keep the filled-in copy outside it")
+        err.print(Text.assemble(("note", "yellow"), f" {len(waiting)} switches have no MAC or client-id yet, e.g. "
+                                f"{', '.join(waiting[:5])}: {where}"), highlight=False)

@@ -12,6 +12,7 @@ from collections import Counter
 
 import pytest
 
+from railforge.plan import SWITCH_ROLES
 from railforge.render.report import failure_interval_hours, job_interruption_probability, report_markdown
 from tests.conftest import plan_of, run_cli
 
@@ -117,13 +118,51 @@ def test_bom_counts_switches_hosts_and_optics(built, dgx_plan):
     assert switches[("leaf", "QM9700")] == 32 and switches[("spine", "QM9700")] == 16
     assert {r["item"]: int(r["quantity"]) for r in rows if r["category"] == "host"}["node"] == 127
     optical = [link for link in dgx_plan.links if link.transceivers]
-    assert sum(int(r["quantity"]) for r in rows if r["category"] == "transceiver") == 2 * len(optical)
+    single, cages = _expected_modules(dgx_plan)
+    xcvr = [r for r in rows if r["category"] == "transceiver"]
+    assert sum(int(r["quantity"]) for r in xcvr if "twin-port" not in r["item"]) == single
+    assert sum(int(r["quantity"]) for r in xcvr if "twin-port" in r["item"]) == cages
     assert sum(int(r["quantity"]) for r in rows if r["category"] in ("cable", "fibre patch cord")) == len(
         dgx_plan.links)
     fibre = sum(float(r["quantity"]) for r in rows if r["category"] == "fibre total")
     assert fibre == pytest.approx(sum(link.length_m for link in optical))
     nic = {(r["item"], r["speed"]): int(r["quantity"]) for r in rows if r["category"] == "nic port"}
     assert nic[("node compute", "400G")] == 127 * 8 and nic[("node storage", "200G")] == 127 * 2
+
+
+def _expected_modules(plan) -> tuple[int, int]:
+    """(single-port transceivers, twin-port modules), counted from the plan's ports: a switch port sharing its
+    cage ('2x400G') takes its share of one twin-port module per cage; every other optical end one transceiver."""
+    optical = {link.id: link for link in plan.links if link.transceivers}
+    single, cages = 0, set()
+    for d in plan.devices:
+        for p in d.ports:
+            if p.link not in optical:
+                continue
+            if d.role in SWITCH_ROLES and p.breakout.startswith("2x") and optical[p.link].part in plan.twin_parts:
+                cages.add((d.name, p.index))
+            else:
+                single += 1
+    return single, len(cages)
+
+
+def test_bom_orders_twin_port_modules_for_split_400g_cages(built, dgx_plan):
+    """QM9700 cages carry 2 x 400G: one twin-port OSFP (MMA4Z00-NS) serves both links of a cage; the single-port
+    MMA4Z00-NS400 goes only to ends that are not split cages (the DGX's ConnectX-7 ports, SN4700 storage)."""
+    rows = _csv(built("dgx-h100-4su") / "bom.csv")
+    by_part = {r["part"]: int(r["quantity"]) for r in rows if r["category"] == "transceiver"}
+    assert dgx_plan.twin_parts == {"MMA4Z00-NS400": "MMA4Z00-NS"}
+    leaf_spine = sum(1 for link in dgx_plan.links if link.tier == "leaf-spine" and link.transceivers)
+    node_leaf = sum(1 for link in dgx_plan.links if link.tier == "node-leaf" and link.transceivers)
+    assert leaf_spine == 1024 and node_leaf > 0
+    single, cages = _expected_modules(dgx_plan)
+    assert (by_part["MMA4Z00-NS400"], by_part["MMA4Z00-NS"]) == (single, cages)
+    # every leaf-spine cage is full (2 links), so those ends need exactly half as many modules as ends
+    assert cages >= leaf_spine  # 2 x 1024 ends on full cages = 1024 modules, plus the leaves' node-side cages
+    assert single < 2 * (leaf_spine + node_leaf)
+    text = (built("dgx-h100-4su") / "report.md").read_text()
+    aoc = sum(1 for link in dgx_plan.links if "AOC" in link.media)
+    assert f"Optical modules: {single + cages + 2 * aoc} " in text
 
 
 def test_bom_picks_cable_parts_by_length(built):
@@ -204,8 +243,7 @@ def test_report_states_the_architects_figures(built, dgx_plan):
     assert f"Compute bisection bandwidth: {(1016 + 4) * 400 // 2:,} Gb/s" in text
     assert "non-blocking" in text
     assert "one switch hop" in text and "spine" in text
-    modules = sum(link.transceivers for link in dgx_plan.links) + 2 * sum(
-        1 for link in dgx_plan.links if "AOC" in link.media)
+    modules = sum(_expected_modules(dgx_plan)) + 2 * sum(1 for link in dgx_plan.links if "AOC" in link.media)
     assert f"Optical modules: {modules} " in text
     assert f"{10_000_000 / modules:,.1f} h" in text
     assert f"| 1000 | 99.9000% | {1 - 0.999 ** 1000:.1%} |" in text
@@ -252,3 +290,15 @@ def test_report_tells_design_ports_from_cabled_ones(tmp_path):
     assert "| compute | spine | 2 | 16 | 8 | 0 | 6400 | 0 | top |" in proc.stdout
     assert "Down ports (design) are what each switch of a tier is laid out for at scalable_units.max (4 SUs" in \
         " ".join(proc.stdout.split())
+
+
+def test_report_shows_no_job_larger_than_the_cluster(tmp_path):
+    """The default job_gpus [1000] on a 256-GPU cluster: the table holds only jobs that fit, and says what it left
+    out (it once showed a 1,000-GPU job on a 512-GPU cluster)."""
+    out = tmp_path / "out"
+    run_cli("build", "inventory/minimal/cluster.yaml", "--out", str(out), "--only", "report")
+    text = (out / "report.md").read_text()
+    table = text.split("P(interrupted within a month)", 1)[1].split("\n\n", 1)[0]
+    sizes = [int(line.split("|")[1]) for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    assert sizes == [256]
+    assert "Left out: job sizes larger than this cluster's 256 GPUs (1,000; `reliability.job_gpus`)." in text

@@ -265,3 +265,16 @@ def test_port_numbers_agree_with_the_rendered_expected_topology(ib_plan: Plan, b
             assert dev is not None and dev.name == device, (cable, node)
             if dev.role in ("leaf", "spine"):
                 assert ib_port_number(ports[(device, port)]) == int(number), (cable, name, number)
+
+
+@pytest.mark.parametrize("garbage", ["not json at all\n", "", "[1, 2]\n", '{"interfaces": []}\n'])
+def test_a_garbage_json_lldp_file_is_reported_as_bad_json(roce_plan: Plan, tmp_path: Path, garbage: str) -> None:
+    """A `.json` file is lldpcli JSON or an error saying so (it was read as a SONiC table and reported as
+    a missing 'LocalPort RemoteDevice' header)."""
+    from railforge.verify.lldp import parse_lldp_file
+
+    f = tmp_path / "spine01.json"
+    f.write_text(garbage)
+    with pytest.raises(LldpFormatError, match=r"spine01\.json: not lldpcli JSON") as exc:
+        parse_lldp_file(f, PlanNames(roce_plan))
+    assert "LocalPort" not in str(exc.value)

@@ -1,0 +1,1 @@
+../../roles/node_validate/filter_plugins/node_validate.py

@@ -1,0 +1,1 @@
+../../roles/node_validate/library/railforge_node_checks.py

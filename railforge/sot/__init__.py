@@ -1,0 +1,1 @@
+"""The plan in a source of truth: NetBox (push, drift)."""

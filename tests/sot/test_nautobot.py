@@ -1,0 +1,95 @@
+"""`railforge sot push` / `sot diff --nautobot` against a real Nautobot 3.2 (PostgreSQL 15 + Redis on loopback)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.conftest import require_tool
+from tests.sot.test_netbox import plans, rf, writes  # noqa: F401 - the module fixture `plans` is shared
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def nautobot(tmp_path_factory):
+    require_tool("root", "psql", "pg_dump", "redis-server")
+    from tests.helpers import sot_servers
+
+    server = sot_servers.start_nautobot(tmp_path_factory.mktemp("nautobot"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def token_file(nautobot, tmp_path_factory):
+    f = tmp_path_factory.mktemp("token") / "token"
+    f.write_text(nautobot.token + "\n")
+    return f
+
+
+def push(nautobot, token_file, folder, *extra):
+    return rf("sot", "push", str(folder), "--nautobot", nautobot.url, "--token-file", str(token_file), *extra)
+
+
+def sot_diff(nautobot, token_file, folder):
+    return rf("sot", "diff", str(folder), "--nautobot", nautobot.url, "--token-file", str(token_file))
+
+
+def api(nautobot):
+    import pynautobot
+
+    return pynautobot.api(nautobot.url, token=nautobot.token)
+
+
+def test_push_reads_back_as_planned(nautobot, token_file, plans):  # noqa: F811
+    two, _ = plans
+    proc = push(nautobot, token_file, two)
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads((two / "plan.json").read_text())
+    nb = api(nautobot)
+    location = nb.dcim.locations.get(name="tiny-roce")
+    racks = {r.id: r.name for r in nb.dcim.racks.filter(location=location.id)}
+    devices = {d.name: d for d in nb.dcim.devices.filter(location=location.id)}
+    assert set(devices) == {d["name"] for d in plan["devices"]}
+    types = {t.id: t for t in nb.dcim.device_types.all()}
+    for d in plan["devices"]:
+        got = devices[d["name"]]
+        assert (racks[got.rack.id], got.position) == (d["rack"], d["u"])
+        assert types[got.device_type.id].u_height == d["height_u"]
+    names = {d.id: d.name for d in devices.values()}
+    interfaces = {i.id: (names[i.device.id], i.name) for i in nb.dcim.interfaces.filter(location=location.id)}
+    assert {(d["name"], p["name"]) for d in plan["devices"] for p in d["ports"]} <= set(interfaces.values())
+    cables = {c.label: c for c in nb.dcim.cables.filter(tags="railforge-tiny-roce")}
+    assert set(cables) == {link["id"] for link in plan["links"]}
+    for link in plan["links"]:
+        c = cables[link["id"]]
+        assert {interfaces[c.termination_a_id], interfaces[c.termination_b_id]} == \
+            {(link["a"]["device"], link["a"]["port"]), (link["b"]["device"], link["b"]["port"])}
+    loopbacks = {d["loopback"] for d in plan["devices"] if d.get("loopback")}
+    assert loopbacks <= {str(a.address) for a in nb.ipam.ip_addresses.filter(tags="railforge-tiny-roce")}
+
+
+def test_noop_growth_and_drift(nautobot, token_file, plans):  # noqa: F811
+    two, three = plans
+    assert writes(push(nautobot, token_file, two)) == 0
+    grown = push(nautobot, token_file, three)
+    assert grown.returncode == 0 and writes(grown) > 0, grown.stderr
+    assert writes(push(nautobot, token_file, three)) == 0
+    assert sot_diff(nautobot, token_file, three).returncode == 0
+    nb = api(nautobot)
+    cable = next(iter(nb.dcim.cables.filter(tags="railforge-tiny-roce", limit=1)))
+    label = cable.label
+    cable.delete()
+    device = next(iter(nb.dcim.devices.filter(tags="railforge-tiny-roce", role="node", limit=1)))
+    device.position = device.position + 40 if device.position < 10 else 1
+    device.save()
+    proc = sot_diff(nautobot, token_file, three)
+    assert proc.returncode == 1 and re.search(rf"missing\s.*cable\s.*{re.escape(label)}", proc.stdout), proc.stdout
+    assert device.name in proc.stdout
+    refused = push(nautobot, token_file, three)
+    assert refused.returncode == 1 and device.name in refused.stderr
+    assert push(nautobot, token_file, three, "--apply-changes").returncode == 0
+    assert sot_diff(nautobot, token_file, three).returncode == 0
