@@ -19,6 +19,7 @@ from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
 from railforge import outdir, show
+from railforge.acceptance.cli import acceptance_app
 from railforge.allocator import keep_freed_memory
 from railforge.args import ArgumentError, check_path
 from railforge.baremetal.cli import bmc_app, boot_app
@@ -43,6 +44,7 @@ from railforge.ztp.cli import ztp
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
 app.add_typer(lab_app, name="lab")
 app.add_typer(verify_app, name="verify")
+app.add_typer(acceptance_app, name="acceptance")
 app.add_typer(sot_app, name="sot")
 app.add_typer(boot_app, name="boot")
 app.add_typer(bmc_app, name="bmc")
