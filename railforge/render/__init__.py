@@ -63,7 +63,8 @@ def families() -> list[Family]:
                report.render, shares="tables", weight=2),
         Family("svg", "fabric.svg: each fabric by tier with link bundles", svg.render),
         Family("elevations", "elevations/row-<NNN>.svg: every rack of a row, each device at its U", elevations.render),
-        Family("slurm", "slurm/topology.conf (tree) and slurm/topology-block.conf (one block per SU)", slurm.render),
+        Family("slurm", "slurm/topology.conf (tree) and slurm/topology-block.conf (one block per SU); with a `slurm:` "
+               "section also slurm.conf, gres.conf, cgroup.conf and qos.sh", slurm.render),
         Family("nccl", "nccl/<node>.env per node and nccl/hostfile in topology order", nccl.render,
                per_device=True, weight=4),
         Family("sonic", "SONiC config_db.json and FRR frr.conf per SONiC switch", sonic.render, per_device=True,
