@@ -44,8 +44,8 @@ def families() -> list[Family]:
         slurm,
         sonic,
         svg,
+        switch_macs,
     )
-    from railforge.ztp import macs as ztp_macs
 
     return [
         Family("plan", "plan.json, the contract every other artifact reads", plan_json.render, weight=6),
@@ -72,7 +72,7 @@ def families() -> list[Family]:
         Family("nvue", "Cumulus Linux NVUE startup.yaml per Cumulus switch", nvue.render, per_device=True,
                shardable=True),
         Family("ztp", "switch-macs.csv: the template of switch management MACs/serials to fill in after racking",
-               ztp_macs.render),
+               switch_macs.render),
         Family("opensm", "InfiniBand subnet manager: opensm.conf, root switches and GUID script, partitions, "
                "expected topology", opensm.render),
     ]
