@@ -90,11 +90,12 @@ def occupy(cluster: SlurmCluster, nodes: list[str], qos: str = "p3", *extra: str
 
 
 def test_topology_a_job_with_switches_1_stays_inside_one_su(slurm):
-    occupy(slurm, ["su001-gpu01", "su001-gpu02", "su002-gpu01"])
+    # SUs 1 and 2 keep 2 free nodes each, interleaved, so the first three free nodes span two SUs; only SU 3 fits
+    occupy(slurm, ["su001-gpu01", "su001-gpu03", "su002-gpu02", "su002-gpu04"])
     job = slurm.submit("-N3", "--exclusive", "--switches=1", qos="p3")
     j = slurm.wait_for(lambda: running(slurm, job), 30, what="the --switches=1 job")
     assert len(j["nodes"]) == 3
-    assert len({su_of(n) for n in j["nodes"]}) == 1, f"--switches=1 job spread over SUs: {j['nodes']}"
+    assert {su_of(n) for n in j["nodes"]} == {"su003"}, f"--switches=1 job outside SU 3: {j['nodes']}"
     shown = slurm.scontrol("show", "job", str(job))
     assert "Switches=1@" in shown
 
