@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bench_build import ladder_spec  # noqa: E402
 from tests.helpers.slurm_cluster import SlurmCluster, SlurmClusterConfig  # noqa: E402
 
-CONFIG = SlurmClusterConfig(prefix="rfbench", subnet="10.229.0.0/24", slurmctld_port=29817, slurmd_port=29818,
+CONFIG = SlurmClusterConfig(prefix="rfbench", subnet="10.229.0.0/16", slurmctld_port=29817, slurmd_port=29818,
                             slurmdbd_port=29819, mariadb_port=29306, start_timeout=600)
 
 

@@ -157,9 +157,10 @@ class SlurmCluster:
                     link.symlink_to(so)
         text = (self.source / "slurm.conf").read_text()
         self.cluster_name = re.search(r"^ClusterName=(\S+)", text, re.M).group(1)
-        if self.with_slurmd and len(self.nodes) > len(self.hosts) - 1:
+        if len(self.nodes) > len(self.hosts) - 1:
             raise SlurmHarnessError(f"{len(self.nodes)} nodes do not fit in {self.cfg.subnet}")
-        self.addr = {n: str(self.hosts[i + 1]) for i, n in enumerate(self.nodes)} if self.with_slurmd else {}
+        # every node gets an address, also without slurmd: a node without NodeAddr is looked up in DNS, for minutes
+        self.addr = {n: str(self.hosts[i + 1]) for i, n in enumerate(self.nodes)}
         local: dict[str, str | None] = {
             "SlurmctldHost": f"{self.short}({self.bridge_ip})",
             "SlurmctldPort": str(self.cfg.slurmctld_port), "SlurmdPort": str(self.cfg.slurmd_port),
