@@ -319,6 +319,64 @@ class Tenant:
 
 
 @dataclass(slots=True)
+class SlurmQos:
+    """One QOS level: `preempts` lists the lower levels its jobs requeue."""
+
+    name: str
+    priority: int
+    preempts: list[str]
+
+
+@dataclass(slots=True)
+class SlurmPartition:
+    name: str
+    nodes: list[str]
+    default: bool
+    max_nodes: int | None = None
+
+
+@dataclass(slots=True)
+class SlurmNodeHardware:
+    """Every GPU node as Slurm declares it (one server model per cluster). `gpu_cores[i]` / `nic_cores[r]` are
+    the core ranges local to GPU i / rail NIC r (empty when the catalog does not say)."""
+
+    model: str
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    real_memory_mib: int
+    gpus: int
+    gpu_type: str
+    gpu_cores: list[str] = field(default_factory=list)
+    nic_cores: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SlurmSettings:
+    """The Slurm cluster of this plan: site settings from the spec's `slurm:` and node hardware from the catalog."""
+
+    deploy: bool
+    cluster_name: str
+    controller: str
+    accounting_host: str
+    slurmctld_port: int
+    slurmd_port: int
+    slurmdbd_port: int
+    default_time: str
+    max_time: str
+    default_qos: str
+    qos: list[SlurmQos]
+    partitions: list[SlurmPartition]
+    node: SlurmNodeHardware
+    health_check_program: str | None
+    health_check_interval: int
+    bf_interval: int
+    bf_window: int
+    bf_resolution: int
+    bf_max_job_test: int
+
+
+@dataclass(slots=True)
 class DeviceType:
     """One hardware model in the plan, as a source of truth (NetBox) records it: the catalog's vendor for a
     switch (None when nobody said, e.g. a server model named only in the spec) and the rack units it takes."""
@@ -353,6 +411,8 @@ class Plan:
     twin_parts: dict[str, str] = field(default_factory=dict)
     """Transceiver part -> the twin-port module that serves a whole split switch cage in its place (from the
     catalog's media rules, only for parts the links use)."""
+    slurm: SlurmSettings | None = None
+    """The Slurm cluster (spec `slurm:`); absent from plan.json when the spec has no `slurm:` section."""
     views: dict = field(default_factory=dict, repr=False, compare=False)
     """Read-only tables derived from this plan by renderers (e.g. the address table), computed once per process
     and shared by the families that need them; never written to plan.json."""

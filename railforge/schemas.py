@@ -23,7 +23,7 @@ from railforge.spec.models import ClusterSpec
 PLAN_FILE = "plan.schema.json"
 CLUSTER_FILE = "cluster.schema.json"
 BASE_ID = "https://railforge.invalid/schemas/"
-OPTIONAL = {"Plan": {"device_types", "twin_parts"}}
+OPTIONAL = {"Plan": {"device_types", "twin_parts", "slurm"}}
 NOT_WRITTEN = {"Plan": {"views"}}
 
 

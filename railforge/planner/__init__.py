@@ -9,7 +9,7 @@ from railforge import nos
 from railforge.hardware.catalog import merged_catalog, ports_at, twin_parts
 from railforge.ipam import AsnRange, PoolExhausted, PrefixPool, check_overlaps
 from railforge.plan import ClusterSummary, DeviceType, NodeTopology, Plan, Qos, Reliability, Tenant
-from railforge.planner import compute, layout, oob, storage
+from railforge.planner import compute, layout, oob, slurm, storage
 from railforge.planner.checks import check_plan
 from railforge.planner.context import BuildContext
 from railforge.planner.sonic_qos import check_lossless_priority
@@ -129,6 +129,7 @@ def _build(ctx: BuildContext) -> Plan:
                 Reliability(spec.reliability.optics_mtbf_hours, spec.reliability.gpu_monthly_availability,
                             list(spec.reliability.job_gpus)),
                 tenants(ctx), device_types(ctx), twin_parts=twin_parts(ctx.catalog, ctx.links))
+    plan.slurm = slurm.settings(ctx, plan.tenants)
     ratios = {"leaf": spec.compute.oversubscription.get("leaf", Fraction(1)),
               "spine": spec.compute.oversubscription.get("spine", Fraction(1))}
     models = {"leaf": spec.compute.leaf, "spine": spec.compute.spine, "superspine": spec.compute.superspine}

@@ -67,7 +67,8 @@ def families() -> list[Family]:
         Family("elevations", "elevations/row-<NNN>.svg: every rack of a row, each device at its U", elevations.render),
         Family("rails", "rails/su-<NNN>.svg: which NIC of which node goes to which leaf port, per SU",
                rails_svg.render, owns=("rails",)),
-        Family("slurm", "slurm/topology.conf (tree) and slurm/topology-block.conf (one block per SU)", slurm.render),
+        Family("slurm", "slurm/topology.conf (tree) and slurm/topology-block.conf (one block per SU); with a `slurm:` "
+               "section also slurm.conf, gres.conf, cgroup.conf and qos.sh", slurm.render),
         Family("nccl", "nccl/<node>.env per node and nccl/hostfile in topology order", nccl.render,
                per_device=True, weight=4),
         Family("sonic", "SONiC config_db.json and FRR frr.conf per SONiC switch", sonic.render, per_device=True,

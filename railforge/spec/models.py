@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from railforge import nos as nos_registry
+from railforge.spec.slurm import CatalogNode, SlurmSpec
 
 AnyNos = Literal[nos_registry.names()]  # type: ignore[valid-type]
 StorageNos = Literal[nos_registry.names("storage")]  # type: ignore[valid-type]
@@ -217,6 +218,9 @@ class Catalog(Strict):
     """Media rules per speed, overriding the catalog's."""
     orderable_lengths_m: list[Metres] = Field(default_factory=list, max_length=256)
     """Cable lengths that can be ordered, in metres; estimates are rounded up to one of them."""
+    nodes: dict[ModelName, CatalogNode] = Field(default_factory=dict, max_length=256)
+    """GPU server models to add or override, by model name: the CPUs, sockets, memory and GPUs Slurm is told
+    about."""
 
 
 class NicGroup(Strict):
@@ -557,3 +561,6 @@ class ClusterSpec(Strict):
     """Switch OS releases the configs are written for."""
     catalog: Catalog = Field(default_factory=Catalog)
     """Extend or override the built-in hardware catalog."""
+    slurm: SlurmSpec | None = None
+    """The Slurm cluster: controller, accounting, partitions, QOS levels and scheduler settings; absent, only
+    `slurm/topology.conf` is written."""
