@@ -16,6 +16,7 @@ SLURM_NAME_RE = re.compile(r"[a-z][a-z0-9_]{0,31}")
 TIME_RE = re.compile(r"UNLIMITED|(\d{1,3}-)?\d{1,2}:\d{2}:\d{2}")
 PATH_RE = re.compile(r"/[A-Za-z0-9_./+-]{1,200}")
 GPU_TYPE_RE = re.compile(r"[a-z0-9][a-z0-9_]{0,15}")
+HOST_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,62}")
 QOS_COUNT = 6
 
 
@@ -42,7 +43,15 @@ def check_path(value: str) -> str:
     return value
 
 
+def check_host(value: str) -> str:
+    if not HOST_RE.fullmatch(value):
+        raise ValueError(f"{value[:40]!r} is not a host name: 1-63 letters, digits, '.' and '-', starting with a "
+                         "letter or digit")
+    return value
+
+
 SlurmName = Annotated[str, AfterValidator(check_slurm_name)]
+HostName = Annotated[str, AfterValidator(check_host)]
 SlurmTime = Annotated[str, AfterValidator(check_time)]
 AbsPath = Annotated[str, AfterValidator(check_path)]
 
@@ -57,8 +66,8 @@ class CatalogNode(_Strict):
     memory_mib: int = Field(ge=1024, le=1 << 32, description="installed memory, MiB")
     gpu_type: Annotated[str, AfterValidator(lambda v: _gpu_type(v))] = Field(
         description="the GRES type jobs ask for, e.g. h100 in --gres=gpu:h100:8")
-    gpu_sockets: list[int] = Field(default_factory=list, max_length=16)
-    nic_sockets: list[int] = Field(default_factory=list, max_length=16)
+    gpu_sockets: list[Annotated[int, Field(ge=0, le=15)]] = Field(default_factory=list, max_length=16)
+    nic_sockets: list[Annotated[int, Field(ge=0, le=15)]] = Field(default_factory=list, max_length=16)
 
     @model_validator(mode="after")
     def _sockets(self) -> CatalogNode:
@@ -84,9 +93,9 @@ class SlurmSpec(_Strict):
     deploy: bool = Field(False, description="install Slurm with playbooks/site.yml (roles slurm_controller, "
                                             "slurm_node); the configuration files are written either way")
     cluster_name: SlurmName | None = Field(None, description="ClusterName; default: the spec's name with '-' as '_'")
-    controller: str | None = Field(None, description="host running slurmctld and slurmdbd; default: the first "
+    controller: HostName | None = Field(None, description="host running slurmctld and slurmdbd; default: the first "
                                                      "management server")
-    accounting_host: str | None = Field(None, description="host running slurmdbd; default: the controller")
+    accounting_host: HostName | None = Field(None, description="host running slurmdbd; default: the controller")
     slurmctld_port: int = Field(6817, ge=1024, le=65535)
     slurmd_port: int = Field(6818, ge=1024, le=65535)
     slurmdbd_port: int = Field(6819, ge=1024, le=65535)
