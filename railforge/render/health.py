@@ -145,10 +145,7 @@ class Expected:
 
 
 def _address(dev: Device) -> str | None:
-    if dev.role == "node":
-        cidr = dev.bond.address if dev.bond else None
-    else:
-        cidr = dev.mgmt_address
+    cidr = (dev.bond.address if dev.bond else None) if dev.role == "node" else dev.mgmt_address
     return str(ip_interface(cidr).ip) if cidr else None
 
 

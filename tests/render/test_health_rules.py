@@ -178,6 +178,10 @@ def test_node_rail_without_carrier_names_node_rail_and_cable(plan: Plan, tmp_pat
              {"RailforgeNodeRailDown": [expected]}, annotations=notes))
 
 
+def _both_ends(plan: Plan, cables: list[Link]) -> list[dict[str, str]]:
+    return [_cable_alert(plan, lk, end) for lk in cables for end in (lk.a.device, lk.b.device)]
+
+
 def _cables_of(plan: Plan, device: str) -> list[Link]:
     return [lk for lk in plan.links if lk.tier == "leaf-spine" and device in (lk.a.device, lk.b.device)]
 
@@ -189,8 +193,7 @@ def test_dead_leaf_is_one_leaf_alert_with_su_and_rail(plan: Plan, tmp_path: Path
         "RailforgeLeafIsolated": [{"severity": "critical", "blast_radius": "leaf", "device": leaf.name,
                                    "leaf": leaf.name, "role": "leaf",
                                    "su": "1", "rail": "2", "group": leaf.group}],
-        "RailforgeFabricCableDown": [_cable_alert(plan, lk, end) for lk in _cables_of(plan, leaf.name)
-                                     for end in (lk.a.device, lk.b.device)],
+        "RailforgeFabricCableDown": _both_ends(plan, _cables_of(plan, leaf.name)),
         "RailforgeNodeRailDown": [
             {"severity": "major", "blast_radius": "node-rail", "cable": r.cable, "device": n.name, "port": r.ifname,
              "role": "node", "peer_device": leaf.name, "peer_port": r.leaf_port, "node": n.name, "fabric": "compute",
@@ -210,7 +213,7 @@ def test_dead_spine_reports_its_share_of_the_bisection(plan: Plan, tmp_path: Pat
         "RailforgeSpineIsolated": [{"severity": "major", "blast_radius": "spine", "device": spine.name,
                                     "role": "spine",
                                     "group": spine.group, "bisection_share": f"{share:.4f}"}],
-        "RailforgeFabricCableDown": [_cable_alert(plan, lk, end) for lk in cables for end in (lk.a.device, lk.b.device)],
+        "RailforgeFabricCableDown": _both_ends(plan, cables),
     }
     _ok(_run(tmp_path, plan, _healthy_inputs(plan, dead={spine.name}), alerts))
 
@@ -223,7 +226,7 @@ def test_whole_su_down_is_one_su_alert(plan: Plan, tmp_path: Path) -> None:
         "RailforgeLeafIsolated": [{"severity": "critical", "blast_radius": "leaf", "device": d.name, "leaf": d.name,
                                    "role": "leaf", "su": "2",
                                    "rail": str(d.rail), "group": d.group} for d in leaves],
-        "RailforgeFabricCableDown": [_cable_alert(plan, lk, end) for lk in cables for end in (lk.a.device, lk.b.device)],
+        "RailforgeFabricCableDown": _both_ends(plan, cables),
     }
     _ok(_run(tmp_path, plan, _healthy_inputs(plan, dead={d.name for d in leaves}), alerts))
 
