@@ -21,6 +21,7 @@ from railforge.allocator import keep_freed_memory
 from railforge.change.cli import diff
 from railforge.change.guard import Refused, check_growth
 from railforge.entry import KeepUntilExit
+from railforge.health.cli import health_app
 from railforge.lab.cli import lab_app
 from railforge.output import Output, OutputError, UnsafePath, describe
 from railforge.parallel import render_parallel
@@ -36,6 +37,7 @@ from railforge.ztp.cli import ztp
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, pretty_exceptions_enable=False)
 app.add_typer(lab_app, name="lab")
 app.add_typer(verify_app, name="verify")
+app.add_typer(health_app, name="health")
 app.command(name="ztp")(ztp)
 app.command()(diff)
 err = Console(stderr=True, soft_wrap=True, emoji=False, highlight=False)
