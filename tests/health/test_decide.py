@@ -42,7 +42,8 @@ def test_several_rails_of_one_leaf_become_one_leaf_action(idx: HealthIndex) -> N
     assert sorted(d.drains) == idx.nodes_of_leaf[leaf] and len(d.drains) == 16
     assert [(w.kind, w.subject) for w in d.work.values()] == [("device", leaf)]
     assert len(d.escalations) == 1 and leaf in d.escalations[0]
-    single = decide(_alerts(alert("RailforgeNodeRailDown", cable=cables[0].cable)), idx, Policy(leaf_escalation_nodes=5))
+    single = decide(_alerts(alert("RailforgeNodeRailDown", cable=cables[0].cable)), idx,
+                    Policy(leaf_escalation_nodes=5))
     assert list(single.drains) == ["su002-gpu01"]
 
 
