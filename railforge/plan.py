@@ -267,6 +267,64 @@ class Tenant:
 
 
 @dataclass(slots=True)
+class SlurmQos:
+    """One QOS level: `preempts` lists the lower levels its jobs requeue."""
+
+    name: str
+    priority: int
+    preempts: list[str]
+
+
+@dataclass(slots=True)
+class SlurmPartition:
+    name: str
+    nodes: list[str]
+    default: bool
+    max_nodes: int | None = None
+
+
+@dataclass(slots=True)
+class SlurmNodeHardware:
+    """Every GPU node as Slurm declares it (one server model per cluster). `gpu_cores[i]` / `nic_cores[r]` are
+    the core ranges local to GPU i / rail NIC r (empty when the catalog does not say)."""
+
+    model: str
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    real_memory_mib: int
+    gpus: int
+    gpu_type: str
+    gpu_cores: list[str] = field(default_factory=list)
+    nic_cores: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SlurmSettings:
+    """The Slurm cluster of this plan: site settings from the spec's `slurm:` and node hardware from the catalog."""
+
+    deploy: bool
+    cluster_name: str
+    controller: str
+    accounting_host: str
+    slurmctld_port: int
+    slurmd_port: int
+    slurmdbd_port: int
+    default_time: str
+    max_time: str
+    default_qos: str
+    qos: list[SlurmQos]
+    partitions: list[SlurmPartition]
+    node: SlurmNodeHardware
+    health_check_program: str | None
+    health_check_interval: int
+    bf_interval: int
+    bf_window: int
+    bf_resolution: int
+    bf_max_job_test: int
+
+
+@dataclass(slots=True)
 class Plan:
     cluster: ClusterSummary
     qos: Qos
@@ -282,6 +340,7 @@ class Plan:
     views: dict = field(default_factory=dict, repr=False, compare=False)
     """Read-only tables derived from this plan by renderers (e.g. the address table), computed once per process
     and shared by the families that need them; never written to plan.json."""
+    slurm: SlurmSettings | None = None
 
     def view(self, name: str, make: Callable[[Plan], T]) -> T:
         """The view `name`, made by `make(self)` on first use and kept in `views` for the families that share it."""

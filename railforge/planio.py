@@ -26,6 +26,10 @@ from railforge.plan import (
     Rack,
     RailInterface,
     Reliability,
+    SlurmNodeHardware,
+    SlurmPartition,
+    SlurmQos,
+    SlurmSettings,
     Tenant,
     TierSummary,
     VlanInterface,
@@ -42,6 +46,8 @@ def write_plan(plan: Plan, fh: IO[bytes]) -> None:
     fh.write(b'{"schema_version":' + d(plan.schema_version) + b',\n"cluster":' + d(plan.cluster, option=_OPTS))
     fh.write(b',\n"qos":' + d(plan.qos, option=_OPTS) + b',\n"reliability":' + d(plan.reliability, option=_OPTS))
     fh.write(b',\n"tenants":' + d(plan.tenants, option=_OPTS))
+    if plan.slurm is not None:
+        fh.write(b',\n"slurm":' + d(plan.slurm, option=_OPTS))
     for key in ("pools", "asn_pools", "racks", "pod_networks", "devices", "links"):
         items = getattr(plan, key)
         fh.write(b',\n"' + key.encode() + b'":[')
@@ -94,4 +100,13 @@ def read_plan(path: str | Path) -> Plan:
         reliability=Reliability(**raw["reliability"]),
         tenants=[Tenant(**t) for t in raw["tenants"]],
         schema_version=raw["schema_version"],
+        slurm=_slurm(raw["slurm"]) if raw.get("slurm") is not None else None,
     )
+
+
+def _slurm(x: dict) -> SlurmSettings:
+    x = dict(x)
+    x["qos"] = [SlurmQos(**q) for q in x["qos"]]
+    x["partitions"] = [SlurmPartition(**p) for p in x["partitions"]]
+    x["node"] = SlurmNodeHardware(**x["node"])
+    return SlurmSettings(**x)

@@ -36,6 +36,7 @@ def merged_catalog(spec: ClusterSpec) -> Catalog:
         switches={**base.switches, **spec.catalog.switches},
         media=media,
         orderable_lengths_m=spec.catalog.orderable_lengths_m or base.orderable_lengths_m,
+        nodes={**base.nodes, **spec.catalog.nodes},
     )
 
 

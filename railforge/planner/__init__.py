@@ -8,7 +8,7 @@ from fractions import Fraction
 from railforge.hardware.catalog import merged_catalog, ports_at
 from railforge.ipam import AsnRange, PoolExhausted, PrefixPool, check_overlaps
 from railforge.plan import ClusterSummary, NodeTopology, Plan, Qos, Reliability, Tenant
-from railforge.planner import compute, layout, oob, storage
+from railforge.planner import compute, layout, oob, slurm, storage
 from railforge.planner.checks import check_plan
 from railforge.planner.context import BuildContext
 from railforge.spec.loader import LineMap
@@ -127,6 +127,7 @@ def _build(ctx: BuildContext) -> Plan:
                 Reliability(spec.reliability.optics_mtbf_hours, spec.reliability.gpu_monthly_availability,
                             list(spec.reliability.job_gpus)),
                 tenants(ctx))
+    plan.slurm = slurm.settings(ctx, plan.tenants)
     ratios = {"leaf": spec.compute.oversubscription.get("leaf", Fraction(1)),
               "spine": spec.compute.oversubscription.get("spine", Fraction(1))}
     models = {"leaf": spec.compute.leaf, "spine": spec.compute.spine, "superspine": spec.compute.superspine}

@@ -1,5 +1,6 @@
-"""Slurm topology from the plan: topology.conf for the tree plugin and topology-block.conf for the block
-plugin (one block per SU).
+"""Slurm from the plan: topology.conf for the tree plugin and topology-block.conf for the block plugin (one
+block per SU); and, when the spec has a `slurm:` section, slurm.conf, gres.conf, cgroup.conf and qos.sh
+(the QOS levels as idempotent sacctmgr calls) from the plan's Slurm settings.
 
 Slurm's tree plugin wants every node under exactly one leaf switch. A rail-optimized node is cabled to one
 leaf per rail, all in its own SU, so the tree's leaf level is the SU: one switch `suNNN` per SU standing for
@@ -8,11 +9,24 @@ super-spines their spines, as the plan cables them."""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
+from itertools import groupby
+from pathlib import Path
+
+import jinja2
 
 from railforge.output import Output
-from railforge.plan import Plan
+from railforge.plan import Plan, SlurmSettings
 from railforge.render.hostlist import compress
+
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates" / "slurm"),
+    undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+)
+# hostlist words that are "<prefix><digits><rest>", e.g. su001-gpu[01-32]: folded again over the SU number
+_OUTER = re.compile(r"^([a-z]+)(\d+)(-.+)$")
+NODE_LINE_SUS = 64
 
 TIER_BELOW = {"spine": "leaf", "superspine": "spine"}
 
@@ -102,6 +116,82 @@ def block_conf(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _words(expr: str) -> list[str]:
+    """Split a hostlist at commas outside brackets."""
+    words, depth, start = [], 0, 0
+    for i, ch in enumerate(expr):
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == "," and depth == 0:
+            words.append(expr[start:i])
+            start = i + 1
+    words.append(expr[start:])
+    return words
+
+
+def compress2(names: list[str]) -> str:
+    """A two-level hostlist: su001-gpu[01-04],su002-gpu[01-04] -> su[001-002]-gpu[01-04] (Slurm reads both)."""
+    out = []
+    words = _words(compress(names)) if names else []
+    keyed = [(m.group(1), len(m.group(2)), m.group(3), int(m.group(2))) if (m := _OUTER.match(w)) else (w,)
+             for w in words]
+    for key, run in groupby(keyed, key=lambda k: k[:3] if len(k) == 4 else k):
+        run = list(run)
+        if len(run) == 1 or len(key) == 1:
+            out.extend(f"{k[0]}{k[3]:0{k[1]}d}{k[2]}" if len(k) == 4 else k[0] for k in run)
+            continue
+        prefix, width, rest = key
+        inner = compress(f"x{n:0{width}d}" for _, _, _, n in run)[1:]
+        out.append(f"{prefix}{inner if inner.startswith('[') else '[' + inner + ']'}{rest}")
+    return ",".join(out)
+
+
+def node_lines(plan: Plan) -> list[str]:
+    """Hostlists of the GPU nodes, one per NODE_LINE_SUS SUs, so no slurm.conf line grows with the cluster."""
+    by_su: dict[int | None, list[str]] = defaultdict(list)
+    for d in plan.devices_by_role("node"):
+        by_su[d.su].append(d.name)
+    keys = list(by_su)
+    return [compress2([n for k in keys[i:i + NODE_LINE_SUS] for n in by_su[k]])
+            for i in range(0, len(keys), NODE_LINE_SUS)]
+
+
+def slurm_conf(plan: Plan, s: SlurmSettings) -> str:
+    n = s.node
+    cpus = n.sockets * n.cores_per_socket * n.threads_per_core
+    every = {d.name for d in plan.devices_by_role("node")}
+    partitions = [{"name": p.name, "default": p.default, "max_nodes": p.max_nodes,
+                   "nodes": "ALL" if set(p.nodes) == every else compress2(p.nodes)} for p in s.partitions]
+    return TEMPLATES.get_template("slurm.conf.j2").render(
+        s=s, n=n, node_lines=node_lines(plan), nodes_count=len(every), partitions=partitions,
+        cpus_per_gpu=cpus // n.gpus, mem_per_cpu=n.real_memory_mib // cpus)
+
+
+def gres_conf(plan: Plan, s: SlurmSettings) -> str:
+    n = s.node
+    cores = n.gpu_cores or [""] * n.gpus
+    gpu_lines = []
+    first = 0
+    for core, run in groupby(cores):
+        count = len(list(run))
+        last = first + count - 1
+        gpu_lines.append({"file": f"/dev/nvidia{first}" if count == 1 else f"/dev/nvidia[{first}-{last}]",
+                          "cores": core})
+        first = last + 1
+    nodes = plan.devices_by_role("node")
+    rails = [{"rail": r.rail, "hca": r.hca, "cores": n.nic_cores[r.rail] if r.rail < len(n.nic_cores) else ""}
+             for r in (nodes[0].rails if nodes else [])]
+    return TEMPLATES.get_template("gres.conf.j2").render(
+        s=s, n=n, gpu_lines=gpu_lines, nodes=",".join(node_lines(plan)), rails=rails)
+
+
 def render(plan: Plan, out: Output) -> None:
     out.write_text("slurm/topology.conf", tree_conf(plan))
     out.write_text("slurm/topology-block.conf", block_conf(plan))
+    s = plan.slurm
+    if s is None:
+        return
+    out.write_text("slurm/slurm.conf", slurm_conf(plan, s))
+    out.write_text("slurm/gres.conf", gres_conf(plan, s))
+    out.write_text("slurm/cgroup.conf", TEMPLATES.get_template("cgroup.conf.j2").render(s=s))
+    out.write_text("slurm/qos.sh", TEMPLATES.get_template("qos.sh.j2").render(s=s, qos=s.qos))

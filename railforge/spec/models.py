@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 import netaddr
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from railforge.spec.slurm import CatalogNode, SlurmSpec
+
 NAME_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?")
 IFNAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,14}")
 MODEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
@@ -174,6 +176,7 @@ class Catalog(Strict):
     switches: dict[ModelName, CatalogSwitch] = Field(default_factory=dict)
     media: dict[Label, list[MediaRule]] = Field(default_factory=dict)
     orderable_lengths_m: list[Metres] = Field(default_factory=list, max_length=256)
+    nodes: dict[ModelName, CatalogNode] = Field(default_factory=dict, max_length=256)
 
 
 class NicGroup(Strict):
@@ -404,3 +407,4 @@ class ClusterSpec(Strict):
     tenants: list[Tenant] = Field(default_factory=list, max_length=4096)
     nos_release: NosRelease = Field(default_factory=NosRelease)
     catalog: Catalog = Field(default_factory=Catalog)
+    slurm: SlurmSpec | None = None
