@@ -1,7 +1,9 @@
 """Live: FRR lab -> exporters -> Prometheus -> Alertmanager -> `railforge health serve` -> Slurm.
 
-The roce-a800-4nic plan's SU 1 with two spines and two GPU nodes runs in network namespaces on its generated
-frr.conf; prometheus-frr-exporter and node-exporter run inside those namespaces and Prometheus scrapes them
+The health-roce plan (tests/specs: the roce-a800-4nic design, 2 SUs x 4 nodes, with Slurm) runs twice: its
+SU 1 with two spines and two GPU nodes in network namespaces on the generated frr.conf (the FRR lab), and its
+8 GPU nodes as slurmd under a real slurmctld (tests/helpers/slurm_cluster.py, issue 26's harness) from the
+generated slurm.conf; prometheus-frr-exporter and node-exporter run inside those namespaces and Prometheus scrapes them
 every 5 s with the generated rules; Alertmanager routes with the generated config to the receiver. Faults are
 real: a BGP session shut on a leaf, a cable's leaf end taken down. Times are measured from the fault and
 printed (pytest -s shows them); the targets are asserted (fault -> drain <= 30 s).
@@ -10,6 +12,10 @@ printed (pytest -s shows them); the targets are asserted (fault -> drain <= 30 s
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,15 +25,22 @@ import pytest
 
 from railforge.lab.daemons import vtysh
 from railforge.lab.scope import lab_topology
-from railforge.lab.state import load_state
+from railforge.lab.state import load_state, run_dir
+from railforge.planio import read_plan
 from railforge.render.health import Expected, alertmanager_text, rules_text
-from tests.conftest import plan_of, require_tool, run_cli
+from tests.conftest import ROOT, require_tool, run_cli
 from tests.helpers import prom_stack
+from tests.helpers.slurm_cluster import TOOLS as SLURM_TOOLS
+from tests.helpers.slurm_cluster import SlurmCluster, SlurmClusterConfig
 
 T = TypeVar("T")
-NAME = "roce-a800-4nic"
-CLUSTER = f"inventory/{NAME}"
+NAME = "health-roce"
+CLUSTER = str(ROOT / "tests" / "specs" / "health-roce.yaml")
 PREFIX = "rfh-"
+SLURM = SlurmClusterConfig(prefix="i27", subnet="10.227.0.0/24", slurmctld_port=27817, slurmd_port=27818,
+                           slurmdbd_port=27819, mariadb_port=27306,
+                           overrides={"HealthCheckProgram": None, "HealthCheckInterval": None,
+                                      "HealthCheckNodeState": None})
 LAB_TOOLS = ("root", "/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "vtysh", "lldpd", "lldpcli", "ip")
 
 
@@ -43,15 +56,22 @@ def wait_for(probe: Callable[[], T], timeout: float, what: str, every: float = 0
 
 
 @pytest.fixture(scope="module")
-def lab(built, tmp_path_factory):
-    require_tool(*LAB_TOOLS, *prom_stack.TOOLS)
-    out = built(NAME)
+def generated(tmp_path_factory) -> Path:
+    require_tool(*LAB_TOOLS, *prom_stack.TOOLS, *SLURM_TOOLS)
+    out = tmp_path_factory.mktemp("health-roce") / "out"
+    run_cli("build", CLUSTER, "--out", str(out))
+    return out
+
+
+@pytest.fixture(scope="module")
+def lab(generated: Path):
+    out = generated
     args = ("--out", str(out), "--prefix", PREFIX)
     run_cli("lab", "down", CLUSTER, *args, check=False)
     proc = run_cli("lab", "up", CLUSTER, *args, "--sus", "1", "--spines", "2", "--hosts-per-su", "2", check=False)
     try:
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        plan = plan_of(NAME)
+        plan = read_plan(out / "plan.json")
         topo = lab_topology(plan, sus=1, spines="2", hosts_per_su=2, prefix=PREFIX)
         state = load_state(NAME, PREFIX)
         yield out, plan, topo, state
@@ -106,6 +126,7 @@ def test_every_planned_session_is_seen_established(stack, lab) -> None:
 def test_session_shut_raises_the_cable_alert_from_both_ends(stack, lab) -> None:
     _, plan, topo, state = lab
     link = next(lk for lk in topo.fabric_links() if lk.a.device == "su001-leaf-r2" and lk.b.device == "spine02")
+    assert link.su == 1 and link.rail == 2
     leaf = plan.device_index()[link.a.device]
     peer_ip = next(p.address for d in topo.switches if d.name == link.b.device for p in d.ports
                    if p.name == link.b.port).split("/")[0]
@@ -126,3 +147,78 @@ def test_session_shut_raises_the_cable_alert_from_both_ends(stack, lab) -> None:
         vtysh(state, leaf.name, "configure terminal", f"router bgp {leaf.asn}", f"no neighbor {peer_ip} shutdown")
     _, took = wait_for(lambda: not firing(stack, "RailforgeFabricCableDown"), 90, "the alert to clear")
     print(f"session restored -> alert cleared: {took:.1f} s")
+
+
+@pytest.fixture(scope="module")
+def slurm(generated: Path, tmp_path_factory):
+    cluster = SlurmCluster(generated / "slurm", tmp_path_factory.mktemp("slurm"), SLURM)
+    t0 = time.monotonic()
+    cluster.start()
+    print(f"slurm up in {time.monotonic() - t0:.1f} s: {len(cluster.nodes)} slurmd")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def receiver(generated: Path, lab, slurm, stack, receiver_port: int, tmp_path_factory):
+    state = tmp_path_factory.mktemp("receiver")
+    lab_run = run_dir(NAME, PREFIX)
+    check = (f"ip netns exec {PREFIX}{{node}} {sys.executable} -m railforge.health.nodecheck "
+             f"--host-vars {generated}/ansible/host_vars/{{node}}.json --gpus 0 --mtu 9000 "
+             f"--skip bond,peermem,xid,pcie,speed --lldp-socket {lab_run}/{{node}}/lldpd.socket")
+    log = (state / "receiver.out").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "railforge", "health", "serve", CLUSTER, "--out", str(generated),
+                             "--listen", f"127.0.0.1:{receiver_port}", "--state-dir", str(state),
+                             "--node-check", check], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, **slurm.env, "PYTHONPATH": str(ROOT)})
+    try:
+        wait_for(lambda: (state / "actions.log").exists() and "listening" in (state / "actions.log").read_text(),
+                 30, "the receiver to listen")
+        yield state
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+
+
+def actions(state: Path) -> list[dict]:
+    return [json.loads(x) for x in (state / "actions.log").read_text().splitlines()]
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_cable_fault_drains_the_node_and_repair_resumes_it(lab, stack, slurm, receiver: Path) -> None:
+    """A node's rail cable fails at the leaf: Slurm drains that node with the cable in the reason, a work order
+    names the cable; the cable comes back: the node check passes in the node's namespace and Slurm resumes it."""
+    _, plan, topo, _ = lab
+    node = topo.hosts[1]
+    rail = next(r for r in node.rails if r.rail == 1)
+    assert slurm.node(node.name)["State"] == "IDLE"
+
+    def drained() -> dict | None:
+        now = slurm.node(node.name)
+        return now if "DRAIN" in now["State"] else None
+
+    subprocess.run(["ip", "-n", topo.ns(rail.leaf), "link", "set", rail.leaf_port, "down"], check=True)
+    try:
+        state, fault_to_drain = wait_for(drained, 60, f"{node.name} drained")
+        print(f"cable {rail.cable} down -> {node.name} drained in Slurm: {fault_to_drain:.1f} s "
+              f"(reason {state['Reason']!r})")
+        assert rail.cable in state["Reason"] and state["Reason"].startswith("railforge:")
+        assert fault_to_drain <= 30
+        others = [h.name for h in topo.hosts if h.name != node.name]
+        assert all("DRAIN" not in slurm.node(n)["State"] for n in others)
+        order = receiver / "workorders" / f"repair-cable-{rail.cable}.xlsx"
+        assert order.is_file()
+    finally:
+        t1 = time.monotonic()
+        subprocess.run(["ip", "-n", topo.ns(rail.leaf), "link", "set", rail.leaf_port, "up"], check=True)
+    _, repair_to_resume = wait_for(lambda: "DRAIN" not in slurm.node(node.name)["State"], 120,
+                                   f"{node.name} resumed")
+    print(f"cable {rail.cable} back -> {node.name} resumed: {time.monotonic() - t1:.1f} s")
+    done = [a for a in actions(receiver) if a["action"] in ("drain", "resume") and a.get("node") == node.name]
+    assert [a["action"] for a in done] == ["drain", "resume"]
+    assert done[1]["check"].startswith("OK:")
+    assert repair_to_resume <= 90
