@@ -311,6 +311,16 @@ def textfile(hv: HostVars, found: list[Finding], lldp: dict[str, tuple[str, str]
     return "\n".join(lines) + "\n"
 
 
+def drain(node: str, first: Finding) -> None:
+    """As Slurm's HealthCheckProgram must: drain this node, reason = the first finding; a node already drained
+    keeps its reason (a human's or the remediation loop's)."""
+    show = subprocess.run(["scontrol", "-o", "show", "node", node], capture_output=True, text=True, check=False)
+    if "DRAIN" in next((p for p in show.stdout.split() if p.startswith("State=")), ""):
+        return
+    reason = f"railforge-node-health: {first.line()}"[:200]
+    subprocess.run(["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"], check=False)
+
+
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
@@ -356,9 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.textfile is not None:
         _write_atomic(args.textfile, textfile(hv, found, lldp))
     if found and args.drain:
-        node = args.node_name or socket.gethostname().split(".")[0]
-        reason = f"railforge-node-health: {found[0].line()}"[:200]
-        subprocess.run(["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"], check=False)
+        drain(args.node_name or socket.gethostname().split(".")[0], found[0])
     if not found:
         print(f"OK: {len(set(CHECKS) - skip)} checks, {len(hv.railforge_rails)} rails")
     return 1 if found else 0

@@ -23,11 +23,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from railforge.health.decide import REASON_PREFIX, Policy, decide
+from railforge.health.decide import Policy, decide
 from railforge.health.repair import order_path, write_repair_order
 from railforge.health.slurm import Scontrol, SlurmError
 from railforge.health.topology import HealthIndex
 from railforge.health.webhook import MAX_BODY, Alert, Webhook, WebhookError, parse_webhook
+
+OURS = ("railforge:", "railforge-node-health:")  # drains this loop may undo: its own and the node check's
 
 
 @dataclass(slots=True)
@@ -169,7 +171,7 @@ class Engine:
                 except SlurmError as exc:
                     self.log("resume-failed", node=node, error=str(exc))
                     continue
-                if now.drained and not now.reason.startswith(REASON_PREFIX):
+                if now.drained and not now.reason.startswith(OURS):
                     self.log("left-to-human", node=node, reason=now.reason)
                     del self.drained[node]
                     continue

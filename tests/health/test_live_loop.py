@@ -37,10 +37,30 @@ T = TypeVar("T")
 NAME = "health-roce"
 CLUSTER = str(ROOT / "tests" / "specs" / "health-roce.yaml")
 PREFIX = "rfh-"
-SLURM = SlurmClusterConfig(prefix="i27", subnet="10.227.0.0/24", slurmctld_port=27817, slurmd_port=27818,
-                           slurmdbd_port=27819, mariadb_port=27306,
-                           overrides={"HealthCheckProgram": None, "HealthCheckInterval": None,
-                                      "HealthCheckNodeState": None})
+SLURM_PORTS = {"prefix": "i27", "subnet": "10.227.0.0/24", "slurmctld_port": 27817, "slurmd_port": 27818,
+               "slurmdbd_port": 27819, "mariadb_port": 27306}
+HEALTH_CHECK = """#!/bin/sh
+# Slurm's HealthCheckProgram in this test. On a real node it is the node check itself with --drain; here the
+# node's rails live in the FRR lab's namespace {prefix}<node> while its slurmd lives in the Slurm harness's
+# namespace (the one that reaches slurmctld): the check runs in the first, the drain happens from the second.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin  # slurmd runs it with an almost empty environment
+ns="{prefix}$SLURMD_NODENAME"
+[ -e "/run/netns/$ns" ] || exit 0
+out=$(ip netns exec "$ns" env PYTHONPATH={root} {python} -m railforge.health.nodecheck \\
+  --host-vars {out}/ansible/host_vars/$SLURMD_NODENAME.json --gpus 0 --mtu 9000 \\
+  --skip bond,peermem,xid,pcie,speed --lldp-socket {lab_run}/$SLURMD_NODENAME/lldpd.socket) && exit 0
+export SLURM_CONF={conf}
+case "$(scontrol -o show node "$SLURMD_NODENAME")" in *" State="*DRAIN*) exit 1 ;; esac
+scontrol update NodeName="$SLURMD_NODENAME" State=DRAIN Reason="railforge-node-health: $(echo "$out" | head -n 1)"
+exit 1
+"""
+
+
+def node_check(out: Path, node: str = "{node}") -> str:
+    """The node check as the receiver runs it before a resume: in the node's lab namespace."""
+    return (f"ip netns exec {PREFIX}{node} {sys.executable} -m railforge.health.nodecheck "
+            f"--host-vars {out}/ansible/host_vars/{node}.json --gpus 0 --mtu 9000 "
+            f"--skip bond,peermem,xid,pcie,speed --lldp-socket {run_dir(NAME, PREFIX)}/{node}/lldpd.socket")
 LAB_TOOLS = ("root", "/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "vtysh", "lldpd", "lldpcli", "ip")
 
 
@@ -150,8 +170,15 @@ def test_session_shut_raises_the_cable_alert_from_both_ends(stack, lab) -> None:
 
 
 @pytest.fixture(scope="module")
-def slurm(generated: Path, tmp_path_factory):
-    cluster = SlurmCluster(generated / "slurm", tmp_path_factory.mktemp("slurm"), SLURM)
+def slurm(generated: Path, lab, tmp_path_factory):
+    work = tmp_path_factory.mktemp("slurm")
+    check = work / "railforge-node-health"
+    check.write_text(HEALTH_CHECK.format(prefix=PREFIX, root=ROOT, python=sys.executable, out=generated,
+                                         lab_run=run_dir(NAME, PREFIX), conf=work / "etc" / "slurm.conf"))
+    check.chmod(0o755)
+    config = SlurmClusterConfig(**SLURM_PORTS, overrides={"HealthCheckProgram": str(check),
+                                                          "HealthCheckInterval": "5", "HealthCheckNodeState": "ANY"})
+    cluster = SlurmCluster(generated / "slurm", work, config)
     t0 = time.monotonic()
     cluster.start()
     print(f"slurm up in {time.monotonic() - t0:.1f} s: {len(cluster.nodes)} slurmd")
@@ -164,10 +191,7 @@ def slurm(generated: Path, tmp_path_factory):
 @pytest.fixture(scope="module")
 def receiver(generated: Path, lab, slurm, stack, receiver_port: int, tmp_path_factory):
     state = tmp_path_factory.mktemp("receiver")
-    lab_run = run_dir(NAME, PREFIX)
-    check = (f"ip netns exec {PREFIX}{{node}} {sys.executable} -m railforge.health.nodecheck "
-             f"--host-vars {generated}/ansible/host_vars/{{node}}.json --gpus 0 --mtu 9000 "
-             f"--skip bond,peermem,xid,pcie,speed --lldp-socket {lab_run}/{{node}}/lldpd.socket")
+    check = node_check(generated)
     log = (state / "receiver.out").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "railforge", "health", "serve", CLUSTER, "--out", str(generated),
                              "--listen", f"127.0.0.1:{receiver_port}", "--state-dir", str(state),
@@ -189,12 +213,11 @@ def actions(state: Path) -> list[dict]:
 
 @pytest.mark.root
 @pytest.mark.slow
-def test_cable_fault_drains_the_node_and_repair_resumes_it(lab, stack, slurm, receiver: Path) -> None:
-    """A node's rail cable fails at the leaf: Slurm drains that node with the cable in the reason, a work order
-    names the cable; the cable comes back: the node check passes in the node's namespace and Slurm resumes it."""
-    _, plan, topo, _ = lab
-    node = topo.hosts[1]
-    rail = next(r for r in node.rails if r.rail == 1)
+def test_node_check_as_health_check_program_drains_with_the_cable(lab, slurm) -> None:
+    """slurmd runs the node check every 5 s: a rail's cable down drains the node with the check's first line."""
+    _, _, topo, _ = lab
+    node = topo.hosts[0]
+    rail = next(r for r in node.rails if r.rail == 0)
     assert slurm.node(node.name)["State"] == "IDLE"
 
     def drained() -> dict | None:
@@ -203,7 +226,37 @@ def test_cable_fault_drains_the_node_and_repair_resumes_it(lab, stack, slurm, re
 
     subprocess.run(["ip", "-n", topo.ns(rail.leaf), "link", "set", rail.leaf_port, "down"], check=True)
     try:
-        state, fault_to_drain = wait_for(drained, 60, f"{node.name} drained")
+        state, took = wait_for(drained, 60, f"{node.name} drained by its HealthCheckProgram")
+        print(f"cable {rail.cable} down -> drained by HealthCheckProgram in {took:.1f} s: {state['Reason']!r}")
+        assert state["Reason"].startswith(f"railforge-node-health: rail0 {rail.cable}: no carrier (cable to "
+                                          f"{rail.leaf}:{rail.leaf_port})")
+    finally:
+        subprocess.run(["ip", "-n", topo.ns(rail.leaf), "link", "set", rail.leaf_port, "up"], check=True)
+    wait_for(lambda: subprocess.run(node_check(lab[0]).replace("{node}", node.name).split(),
+                                    capture_output=True).returncode == 0, 60, "the node check to pass again")
+    slurm.scontrol("update", f"NodeName={node.name}", "State=RESUME")
+    wait_for(lambda: "DRAIN" not in slurm.node(node.name)["State"], 30, f"{node.name} back")
+    time.sleep(6)  # one more health-check round: a healthy node stays in service
+    assert "DRAIN" not in slurm.node(node.name)["State"]
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_cable_fault_drains_the_node_and_repair_resumes_it(lab, stack, slurm, receiver: Path) -> None:
+    """A node's rail cable fails at the leaf: Slurm drains that node with the cable in the reason, a work order
+    names the cable; the cable comes back: the node check passes in the node's namespace and Slurm resumes it."""
+    _, plan, topo, _ = lab
+    node = topo.hosts[1]
+    rail = next(r for r in node.rails if r.rail == 1)
+    assert slurm.node(node.name)["State"] == "IDLE"
+
+    def drained() -> dict | None:  # by the loop (the HealthCheckProgram may drain it first, with its own reason)
+        now = slurm.node(node.name)
+        return now if "DRAIN" in now["State"] and now["Reason"].startswith("railforge:") else None
+
+    subprocess.run(["ip", "-n", topo.ns(rail.leaf), "link", "set", rail.leaf_port, "down"], check=True)
+    try:
+        state, fault_to_drain = wait_for(drained, 60, f"{node.name} drained by the receiver")
         print(f"cable {rail.cable} down -> {node.name} drained in Slurm: {fault_to_drain:.1f} s "
               f"(reason {state['Reason']!r})")
         assert rail.cable in state["Reason"] and state["Reason"].startswith("railforge:")
