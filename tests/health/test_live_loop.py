@@ -275,3 +275,36 @@ def test_cable_fault_drains_the_node_and_repair_resumes_it(lab, stack, slurm, re
     assert [a["action"] for a in done] == ["drain", "resume"]
     assert done[1]["check"].startswith("OK:")
     assert repair_to_resume <= 90
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_two_rails_on_one_leaf_escalate_and_the_share_guard_holds(lab, stack, slurm, receiver: Path) -> None:
+    """Both lab nodes lose rail 2 at the same leaf: the receiver makes one leaf action (every node behind the leaf,
+    4 of the plan's 8) and, that being over the 25 % share, holds it for a human instead of draining."""
+    out, plan, topo, _ = lab
+    rails = [next(r for r in h.rails if r.rail == 2) for h in topo.hosts]
+    leaf = rails[0].leaf
+    assert {r.leaf for r in rails} == {leaf}
+    behind = sorted(d.name for d in plan.devices if d.role == "node" and any(r.leaf == leaf for r in d.rails))
+    before = len(actions(receiver))
+    for r in rails:
+        subprocess.run(["ip", "-n", topo.ns(leaf), "link", "set", r.leaf_port, "down"], check=True)
+    try:
+        held, took = wait_for(lambda: [a for a in actions(receiver)[before:] if a["action"] == "held"], 90,
+                              "the leaf action held for a human")
+        print(f"two rails down on {leaf} -> one leaf action held for a human: {took:.1f} s")
+        assert held[0]["nodes"] == behind and len(behind) == 4
+        assert "4 of 8" in held[0]["why"]
+        new = actions(receiver)[before:]
+        assert any(a["action"] == "escalated" and leaf in a["why"] for a in new)
+        assert not [a for a in new if a["action"] == "drain"]
+        bystanders = [n for n in behind if n not in {h.name for h in topo.hosts}]
+        assert all("DRAIN" not in slurm.node(n)["State"] for n in bystanders)
+    finally:
+        for r in rails:
+            subprocess.run(["ip", "-n", topo.ns(leaf), "link", "set", r.leaf_port, "up"], check=True)
+    for h in topo.hosts:  # the HealthCheckProgram drained the two faulty nodes on its own; a human resumes them
+        wait_for(lambda h=h: subprocess.run(node_check(out).replace("{node}", h.name).split(),
+                                            capture_output=True).returncode == 0, 60, f"{h.name} healthy")
+        slurm.scontrol("update", f"NodeName={h.name}", "State=RESUME")
