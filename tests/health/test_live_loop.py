@@ -294,11 +294,14 @@ def test_two_rails_on_one_leaf_escalate_and_the_share_guard_holds(lab, stack, sl
         held, took = wait_for(lambda: [a for a in actions(receiver)[before:] if a["action"] == "held"], 90,
                               "the leaf action held for a human")
         print(f"two rails down on {leaf} -> one leaf action held for a human: {took:.1f} s")
-        assert held[0]["nodes"] == behind and len(behind) == 4
-        assert "4 of 8" in held[0]["why"]
         new = actions(receiver)[before:]
+        # alerts arrive one group (cable) at a time: the first node may be drained alone before the second
+        # alert makes it a leaf action; the rest of the leaf's nodes are then held, never drained
+        drained = [a["node"] for a in new if a["action"] == "drain"]
+        assert set(drained) <= {h.name for h in topo.hosts} and len(drained) <= 1
+        assert sorted(held[0]["nodes"] + drained) == behind and len(behind) == 4
+        assert f"{len(drained) + len(held[0]['nodes'])} of 8" in held[0]["why"]
         assert any(a["action"] == "escalated" and leaf in a["why"] for a in new)
-        assert not [a for a in new if a["action"] == "drain"]
         bystanders = [n for n in behind if n not in {h.name for h in topo.hosts}]
         assert all("DRAIN" not in slurm.node(n)["State"] for n in bystanders)
     finally:
@@ -307,4 +310,5 @@ def test_two_rails_on_one_leaf_escalate_and_the_share_guard_holds(lab, stack, sl
     for h in topo.hosts:  # the HealthCheckProgram drained the two faulty nodes on its own; a human resumes them
         wait_for(lambda h=h: subprocess.run(node_check(out).replace("{node}", h.name).split(),
                                             capture_output=True).returncode == 0, 60, f"{h.name} healthy")
-        slurm.scontrol("update", f"NodeName={h.name}", "State=RESUME")
+        if "DRAIN" in slurm.node(h.name)["State"]:
+            slurm.slurm("scontrol", "update", f"NodeName={h.name}", "State=RESUME", check=False)
