@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
+from railforge import outdir
 from railforge.allocator import keep_freed_memory
 from railforge.change.cli import diff
 from railforge.change.guard import Refused, check_growth
@@ -98,7 +99,7 @@ def load_plan(spec_path: Path) -> Plan:
 
 
 def default_out(spec_path: Path) -> Path:
-    return spec_path.parent / "generated"
+    return outdir.default_out(spec_path)
 
 
 def link_inventory(spec_dir: Path) -> None:
@@ -107,11 +108,11 @@ def link_inventory(spec_dir: Path) -> None:
     so `-i inventory/<cluster>` keeps working from the repository root (its ansible.cfg skips the rest)."""
     for name in STALE_INVENTORY_LINKS:
         link = spec_dir / name
-        if link.is_symlink() and os.readlink(link).startswith("generated/"):
+        if link.is_symlink() and os.readlink(link).startswith(f"{outdir.GENERATED}/"):
             link.unlink()
     for name in INVENTORY_LINKS:
         link = spec_dir / name
-        target = Path("generated", "ansible") if name == "ansible" else Path("generated", "ansible", name)
+        target = Path(outdir.GENERATED, "ansible", *([] if name == "ansible" else [name]))
         if link.is_symlink() and os.readlink(link) == str(target):
             continue
         if link.is_symlink() or not link.exists():

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import IO
 
+from railforge.outdir import PLAN
+
 
 class UnsafePath(Exception):
     pass
@@ -21,7 +23,7 @@ class OutputError(Exception):
 
 
 STAGE_MARK = ".railforge-staging"
-OWN_FILE = "plan.json"
+OWN_FILE = PLAN
 
 
 def describe(exc: OSError) -> str:

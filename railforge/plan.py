@@ -19,35 +19,63 @@ SWITCH_ROLES = ("leaf", "spine", "superspine", "storage-leaf", "storage-spine", 
 HOST_ROLES = ("node", "ufm", "mgmt")
 
 
+def ib_port_number(index: int, sub: int, breakout: str) -> int:
+    """InfiniBand port number as ibnetdiscover and OpenSM count it: cage `index` carries ports
+    index*split+1 .. index*split+split, split being the cage's breakout (2 on a QM9700 at NDR)."""
+    split = int(breakout.split("x", 1)[0]) if breakout[:1].isdigit() else 1
+    return index * split + sub + 1
+
+
 @dataclass(slots=True)
 class Port:
     name: str
+    """The name the switch OS or host uses (`Ethernet8`, `swp3s1`, `1/2`, `ens1f0np0`, `bmc`)."""
     label: str
+    """Front-panel label (`cage` or `cage/sub`), as printed on cabling sheets."""
     index: int
+    """Cage (physical port) number counted from 0, as in the hardware catalog."""
     sub: int
+    """Breakout sub-port within the cage, counted from 0."""
     speed_mbps: int
+    """Port speed in Mb/s."""
     breakout: str
+    """The cage's breakout mode (`1x400G`, `2x400G`; the platform's own mode name on SONiC)."""
     lanes: list[int]
+    """SerDes lanes of this port (SONiC platform lanes or catalog lanes)."""
     address: str | None = None
+    """The port's IPv4 address with prefix length, when it has one."""
     link: str | None = None
+    """The id of the link cabled to this port, when it is cabled."""
+
+    def ib_number(self) -> int:
+        return ib_port_number(self.index, self.sub, self.breakout)
 
 
 @dataclass(slots=True)
 class Endpoint:
     device: str
+    """Device name."""
     port: str
+    """Port name on that device."""
 
 
 @dataclass(slots=True)
 class Link:
     id: str
+    """Cable label, unique in the plan and stable under growth."""
     fabric: str
+    """compute, storage or oob."""
     tier: str
+    """Which tiers the link joins (e.g. `leaf-spine`, `host-leaf`, `oob-access`)."""
     speed_mbps: int
     a: Endpoint
+    """The lower-tier end."""
     b: Endpoint
+    """The upper-tier end."""
     length_m: float
+    """Planned cable length in metres."""
     media: str
+    """Cable media (DAC, AOC, fibre type)."""
     su: int | None = None
     rail: int | None = None
     part: str | None = None
@@ -134,30 +162,54 @@ class HostSubnet:
 @dataclass(slots=True)
 class Device:
     name: str
+    """Hostname, unique in the plan and stable under growth."""
     role: str
+    """node, ufm, mgmt, or a switch role (leaf, spine, superspine, storage-*, oob-*)."""
     fabric: str
+    """The fabric the device belongs to (compute, storage, oob)."""
     model: str
+    """Hardware model: a catalog switch, or the spec's node model."""
     nos: str | None
+    """Switch OS profile name (`railforge/nos/`); null for hosts."""
     rack: str
+    """Rack name."""
     u: int
+    """Lowest rack unit the device occupies."""
     su: int | None = None
     slot: int | None = None
     height_u: int = 1
+    """Rack units the device takes."""
     rail: int | None = None
     group: str | None = None
     plane: str | None = None
     asn: int | None = None
+    """BGP autonomous system number."""
     loopback: str | None = None
     mgmt_address: str | None = None
+    """Management (OOB) address with prefix length of a switch."""
     mlag_peer: str | None = None
     host_subnets: list[HostSubnet] = field(default_factory=list)
     ports: list[Port] = field(default_factory=list)
+    """Every port, cabled or not."""
     rails: list[RailInterface] = field(default_factory=list)
     bond: Bond | None = None
     bmc: Bmc | None = None
     topology: NodeTopology | None = None
     sonic_platform: str | None = None  # SONiC switches: the platform and hwsku whose port map the ports follow
     sonic_hwsku: str | None = None
+
+    def hca(self, port: Port) -> str:
+        """The RDMA device behind this host's compute port, as its InfiniBand NodeDescription (`<host> <hca>`)
+        names it: the rail's HCA (spec `node.compute.hcas`), else `mlx5_<port index>`: an appliance such as
+        UFM has no rails, and mlx5 devices are numbered in port order."""
+        return next((r.hca for r in self.rails if r.ifname == port.name), f"mlx5_{port.index}")
+
+    def hca_port(self, hca: str) -> str | None:
+        """The compute port behind RDMA device `hca` (the inverse of `hca`); None when the host has none.
+        A node's compute ports are its rails; an appliance's are its ports other than `bmc`."""
+        if self.rails:
+            return next((r.ifname for r in self.rails if r.hca == hca), None)
+        return next((p.name for p in self.ports if p.name != "bmc" and f"mlx5_{p.index}" == hca), None)
 
 
 @dataclass(slots=True)
@@ -325,22 +377,42 @@ class SlurmSettings:
 
 
 @dataclass(slots=True)
+class DeviceType:
+    """One hardware model in the plan, as a source of truth (NetBox) records it: the catalog's vendor for a
+    switch (None when nobody said, e.g. a server model named only in the spec) and the rack units it takes."""
+
+    model: str
+    """Hardware model name."""
+    manufacturer: str | None
+    """Vendor from the catalog; null when unknown."""
+    height_u: int
+    """Rack units."""
+
+
+@dataclass(slots=True)
 class Plan:
     cluster: ClusterSummary
+    """Cluster-wide facts and per-tier summaries."""
     qos: Qos
     pools: list[Pool]
     asn_pools: list[AsnPool]
     racks: list[Rack]
     devices: list[Device]
+    """Every device: hosts first, then switches, in planning order."""
     links: list[Link]
+    """Every cable, sorted by fabric and label."""
     pod_networks: list[PodNetwork]
     reliability: Reliability
     tenants: list[Tenant]
+    device_types: list[DeviceType] = field(default_factory=list)
+    """One entry per hardware model: manufacturer and U height (what NetBox imports)."""
     schema_version: int = SCHEMA_VERSION
+    """Version of this contract; readers refuse another."""
+    slurm: SlurmSettings | None = None
+    """The Slurm cluster (spec `slurm:`); absent from plan.json when the spec has no `slurm:` section."""
     views: dict = field(default_factory=dict, repr=False, compare=False)
     """Read-only tables derived from this plan by renderers (e.g. the address table), computed once per process
     and shared by the families that need them; never written to plan.json."""
-    slurm: SlurmSettings | None = None
 
     def view(self, name: str, make: Callable[[Plan], T]) -> T:
         """The view `name`, made by `make(self)` on first use and kept in `views` for the families that share it."""

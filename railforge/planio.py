@@ -14,6 +14,7 @@ from railforge.plan import (
     BondMember,
     ClusterSummary,
     Device,
+    DeviceType,
     Endpoint,
     HostSubnet,
     Link,
@@ -46,6 +47,7 @@ def write_plan(plan: Plan, fh: IO[bytes]) -> None:
     fh.write(b'{"schema_version":' + d(plan.schema_version) + b',\n"cluster":' + d(plan.cluster, option=_OPTS))
     fh.write(b',\n"qos":' + d(plan.qos, option=_OPTS) + b',\n"reliability":' + d(plan.reliability, option=_OPTS))
     fh.write(b',\n"tenants":' + d(plan.tenants, option=_OPTS))
+    fh.write(b',\n"device_types":' + d(plan.device_types, option=_OPTS))
     if plan.slurm is not None:
         fh.write(b',\n"slurm":' + d(plan.slurm, option=_OPTS))
     for key in ("pools", "asn_pools", "racks", "pod_networks", "devices", "links"):
@@ -99,6 +101,7 @@ def read_plan(path: str | Path) -> Plan:
         pod_networks=[PodNetwork(**p) for p in raw["pod_networks"]],
         reliability=Reliability(**raw["reliability"]),
         tenants=[Tenant(**t) for t in raw["tenants"]],
+        device_types=[DeviceType(**t) for t in raw.get("device_types", [])],
         schema_version=raw["schema_version"],
         slurm=_slurm(raw["slurm"]) if raw.get("slurm") is not None else None,
     )

@@ -7,6 +7,7 @@ import io
 from collections import Counter
 from pathlib import Path
 
+from railforge import outdir
 from railforge.change.compare import compare
 from railforge.change.sides import ChangeInputError, read_side
 from railforge.plan import Plan
@@ -33,7 +34,7 @@ def summarise(counts: Counter) -> str:
 
 def check_growth(plan: Plan, target: Path, spec: Path, option: str) -> None:
     """Raise Refused when `target/plan.json` exists and `plan` would change what it describes."""
-    previous = target / "plan.json"
+    previous = target / outdir.PLAN
     if not previous.is_file():
         return
     hint = f"pass {option} to replace it anyway"

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
-from railforge.plan import SCHEMA_VERSION, Plan
-from railforge.planio import read_plan
+from railforge import outdir
+from railforge.outdir import PlanFileError
+from railforge.plan import Plan
 
 
 class ChangeInputError(Exception):
@@ -25,7 +24,7 @@ class Side:
         """configs/<device>/* of a build folder (empty for a bare plan file)."""
         if self.folder is None:
             return {}
-        d = self.folder / "configs" / device
+        d = self.folder / outdir.config_dir(device)
         if not d.is_dir():
             return {}
         return {f.name: f.read_bytes() for f in sorted(d.iterdir()) if f.is_file()}
@@ -33,7 +32,7 @@ class Side:
 
 def plan_path(path: Path) -> tuple[Path, Path | None]:
     if path.is_dir():
-        p = path / "plan.json"
+        p = path / outdir.PLAN
         if not p.is_file():
             raise ChangeInputError(f"{path}: build folder without a plan (no {p.name}); build it with "
                                    f"`railforge build SPEC --out {path}` or give a plan.json")
@@ -46,16 +45,9 @@ def plan_path(path: Path) -> tuple[Path, Path | None]:
 def read_side(path: Path) -> Side:
     source, folder = plan_path(path)
     try:
-        raw_version = orjson.loads(source.read_bytes()).get("schema_version")
-    except (orjson.JSONDecodeError, AttributeError) as exc:
-        raise ChangeInputError(f"{source}: not a railforge plan (JSON: {exc})") from None
-    if raw_version != SCHEMA_VERSION:
-        raise ChangeInputError(f"{source}: plan schema_version {raw_version!r}; this railforge reads "
-                               f"schema_version {SCHEMA_VERSION}: rebuild it with this version")
-    try:
-        plan = read_plan(source)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ChangeInputError(f"{source}: not a railforge plan ({type(exc).__name__}: {exc})") from None
+        plan = outdir.read(source)
+    except PlanFileError as exc:
+        raise ChangeInputError(str(exc)) from None
     return Side(plan, source, folder)
 
 

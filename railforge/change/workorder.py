@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from railforge import nos
 from railforge.change.compare import ADDED, CONFIG, ChangeSet, Item
 from railforge.plan import Device, Link, Plan
 from railforge.render.elevations import elevation_file
@@ -27,9 +28,6 @@ SUMMARY_COLUMNS = ("kind", "action", "count", "breaks_existing")
 CHANGE_COLUMNS = ("kind", "action", "subject", "old", "new")
 PHASES = ("place-rack", "install", "configure-new", "reload-config", "pull", "unrack", "rerack", "lay", "remove-device",
           "verify")
-RELOAD_HOW = {"sonic": "frr-reload.py --reload frr.conf, then `config load` for config_db.json changes",
-              "cumulus": "nv config replace startup.yaml && nv config apply",
-              "mlnx-os": "no per-switch change: reload OpenSM's files on the SM host"}
 
 
 class Steps:
@@ -87,7 +85,7 @@ def steps(cs: ChangeSet) -> list[tuple]:
             new.device("configure-new", "load", d, f"ZTP / first boot: configs/{d.name}/ ({it.new})")
         elif it.action == CONFIG:
             new.device("reload-config", "reload", d,
-                       f"{it.new}: {RELOAD_HOW.get(d.nos or '', 'load the new configuration')}")
+                       f"{it.new}: {_reload_how(d.nos)}")
     new_links, old_links = cs.new.link_index(), cs.old.link_index()
     for it in cs.of("cable"):
         if it.action == "removed":
@@ -140,3 +138,8 @@ def write_work_order(cs: ChangeSet, path: Path) -> int:
             tmp.unlink()
         raise
     return len(rows)
+
+
+def _reload_how(name: str | None) -> str:
+    profile = nos.find(name)
+    return profile.reload if profile is not None else "load the new configuration"

@@ -7,7 +7,8 @@ from importlib import resources
 
 import yaml
 
-from railforge.spec.models import Catalog, CatalogSwitch, ClusterSpec, MediaRule, format_speed
+from railforge.spec.models import Catalog, CatalogSwitch, ClusterSpec, MediaRule
+from railforge.units import format_speed
 
 
 @dataclass(frozen=True, slots=True)

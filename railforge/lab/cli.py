@@ -17,11 +17,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from railforge import outdir
 from railforge.change.compare import compare as compare_plans
 from railforge.lab import checks, daemons, fabric, failure, hitless, ibsim, runner
 from railforge.lab.scope import LabTopology, ScopeError, lab_topology, parse_sus
 from railforge.lab.shell import CommandError, ns_pids
 from railforge.lab.state import LabState, load_state
+from railforge.outdir import BuildError
+from railforge.outdir import load as load_generated_plan
 from railforge.plan import Plan
 from railforge.render import ibnetdiscover
 from railforge.verify.cabling import compare
@@ -29,7 +32,6 @@ from railforge.verify.cli import report_table
 from railforge.verify.fabric import peer_key, port_addresses
 from railforge.verify.ibnet import parse_ibnetdiscover
 from railforge.verify.names import PlanNames
-from railforge.verify.source import MissingBuild, load_generated_plan
 
 lab_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 ClusterArg = Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")]
@@ -49,7 +51,7 @@ def _err(msg: str, code: int = 2) -> typer.Exit:
 def _plan(cluster: Path, out: Path | None) -> tuple[Plan, Path]:
     try:
         return load_generated_plan(cluster, out)
-    except MissingBuild as exc:
+    except BuildError as exc:
         raise _err(str(exc)) from None
 
 
@@ -88,7 +90,7 @@ def up(
         topo = lab_topology(plan, sus, spines, hosts_per_su, prefix, superspines, parallel)
         options = {"sus": sus, "spines": spines, "superspines": superspines, "parallel": parallel,
                    "hosts_per_su": hosts_per_su, "generated": str(folder)}
-        state, timings = runner.up(topo, folder / "configs", options, _console().print)
+        state, timings = runner.up(topo, folder / outdir.CONFIGS, options, _console().print)
     except (ScopeError, runner.LabError, CommandError) as exc:
         raise _err(str(exc)) from None
     try:
@@ -241,7 +243,7 @@ def grow(cluster: ClusterArg, to: GrowTo, out: OutOpt = None, prefix: PrefixOpt 
     plan, state, topo = _running(cluster, out, prefix)
     try:
         new = load_generated_plan(to, to)[0]
-    except MissingBuild as exc:
+    except BuildError as exc:
         raise _err(str(exc)) from None
     if new.cluster.name != plan.cluster.name:
         raise _err(f"{to} is a build of {new.cluster.name}, the lab runs {plan.cluster.name}")
@@ -257,7 +259,7 @@ def grow(cluster: ClusterArg, to: GrowTo, out: OutOpt = None, prefix: PrefixOpt 
                                 o.get("superspines", "all"), o.get("parallel", "all"))
     except ScopeError as exc:
         raise _err(str(exc)) from None
-    old_dir, new_dir = Path(o["generated"]) / "configs", to / "configs"
+    old_dir, new_dir = Path(o["generated"]) / outdir.CONFIGS, to / outdir.CONFIGS
     running = [s.name for s in topo.switches]
     c = _console()
     before = hitless.snapshot(state, running)
@@ -333,7 +335,7 @@ def rma(cluster: ClusterArg, switch: Annotated[str, typer.Argument(help="the swi
                 drained = checks.wait_fib(fibs, want, timeout=wait)
             drain_s = None if drained is None else round(time.monotonic() - t_drain, 2)
         t0 = time.monotonic()
-        hitless.replace_switch(state, topo, switch, Path(state.options["generated"]) / "configs")
+        hitless.replace_switch(state, topo, switch, Path(state.options["generated"]) / outdir.CONFIGS)
         back = hitless.wait_established(state, [switch], {switch: own}, wait)
         with checks.FabricFib(topo) as fibs:
             converged = checks.wait_fib(fibs, checks.expected_fib(topo, set()), timeout=wait)
@@ -391,10 +393,10 @@ def ibsim_cmd(
         stack.callback(sim.stop)
         try:
             sim.start(work / "net")
-            run = ibsim.day_one(sim, folder / "configs" / "opensm")
+            run = ibsim.day_one(sim, folder / outdir.OPENSM)
         except ibsim.SimError as exc:
             raise _err(str(exc), 1) from None
-        roots = ibnetdiscover.read_names((folder / "configs" / "opensm" / "root-switches.txt").read_text())
+        roots = ibnetdiscover.read_names((folder / outdir.opensm_file("root-switches.txt")).read_text())
         rows = ibsim.sm_checks(run, roots)
         report = compare([lk for lk in plan.links if lk.fabric == "compute"],
                          parse_ibnetdiscover(run.after.read_text(), plan, str(run.after)), check_speed=False)

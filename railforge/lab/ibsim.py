@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from railforge.plan import Plan
-from railforge.planner.ports import ib_port_number
 from railforge.render import ibnetdiscover, opensm
 from railforge.render.switch_model import build_models
 
@@ -55,7 +54,7 @@ def fabric_nodes(plan: Plan, swaps: list[tuple[str, str]] = ()) -> dict[str, Net
     nodes: dict[str, NetNode] = {}
     for sw in switches:
         dev = devices[sw.hostname]
-        ib_ports = [ib_port_number(p.index, p.sub, p.breakout) for p in dev.ports if p.lanes]
+        ib_ports = [p.ib_number() for p in dev.ports if p.lanes]
         nodes[sw.hostname] = NetNode("Switch", sw.hostname, f"MF0;{sw.hostname}:{dev.model}/U1", max(ib_ports))
     lanes = {(s.hostname, opensm.ib_port(i)): len(i.lanes) for s in switches for i in s.interfaces}
     rows = {r[0]: r for r in opensm.expected_topology(switches)}

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from railforge import nos
 from railforge.lab import daemons, fabric, nvue
 from railforge.lab.memory import memory_problems
 from railforge.lab.scope import LabTopology
@@ -74,8 +75,11 @@ def interruptible() -> Iterator[None]:
 
 
 def config_file(configs: Path, switch: Device) -> Path:
-    """The generated file a lab switch boots from: its frr.conf, or its NVUE startup.yaml on Cumulus."""
-    return configs / switch.name / ("startup.yaml" if switch.nos == "cumulus" else "frr.conf")
+    """The generated file a lab switch boots from (its OS profile's `boot_config`: frr.conf, or NVUE's startup.yaml)."""
+    boot = nos.profile(switch.nos).boot_config
+    if boot is None:
+        raise ValueError(f"{switch.name} runs {switch.nos}, which the lab does not boot")
+    return configs / switch.name / boot
 
 
 def frr_text(conf: Path) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from railforge.spec.models import format_speed
+from railforge.units import format_speed
 
 _MODE = re.compile(r"^(\d+)x(\d+G?)(?:\((?P<a>\d+)\))?(?:\[(?P<alt>[\dG,]*)\])?(?:\((?P<b>\d+)\))?$")
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import gc
 from fractions import Fraction
 
+from railforge import nos
 from railforge.hardware.catalog import merged_catalog, ports_at
 from railforge.ipam import AsnRange, PoolExhausted, PrefixPool, check_overlaps
-from railforge.plan import ClusterSummary, NodeTopology, Plan, Qos, Reliability, Tenant
+from railforge.plan import ClusterSummary, DeviceType, NodeTopology, Plan, Qos, Reliability, Tenant
 from railforge.planner import compute, layout, oob, slurm, storage
 from railforge.planner.checks import check_plan
 from railforge.planner.context import BuildContext
@@ -100,9 +101,8 @@ def _build(ctx: BuildContext) -> Plan:
         if dev.role == "node":
             dev.topology = NodeTopology(dev.su, dev.rack, f"su{dev.su:03d}",
                                         _spine_group(cd, dev.su), "rail-plane" if cd.mode == "rail-plane" else None)
-        elif dev.nos == "sonic":
-            sonic = ctx.catalog.switches[dev.model].sonic
-            dev.sonic_platform, dev.sonic_hwsku = sonic.platform, sonic.hwsku
+        elif (profile := nos.find(dev.nos)) is not None and profile.platform_ref is not None:
+            dev.sonic_platform, dev.sonic_hwsku = profile.platform_ref(dev.model, ctx.catalog.switches[dev.model])
 
     counts = _counts(ctx)
     summaries = (compute.tier_summaries(cd, counts.get("leaf", 0), counts.get("spine", 0),
@@ -115,7 +115,7 @@ def _build(ctx: BuildContext) -> Plan:
     cluster = ClusterSummary(spec.name, cd.fabric, cd.tiers, cd.mode, spec.compute.uplinks,
                              "ipoib-per-rail" if not cd.ethernet else "subnet-per-leaf", nodes * spec.node.gpus,
                              spec.node.gpus, nodes, cd.rails, sus, cd.max_sus, slots, spec.node.model,
-                             spec.node.nvswitch, summaries, {"cumulus": spec.nos_release.cumulus})
+                             spec.node.nvswitch, summaries, spec.nos_release.model_dump())
     q = spec.qos
     qos = Qos(q.lossless_priority, q.roce_dscp, q.cnp_dscp, q.cnp_priority, q.roce_dscp << 2,
               q.ecn_min_threshold_bytes, q.ecn_max_threshold_bytes, q.ecn_probability, q.host_mtu, q.switch_mtu)
@@ -126,7 +126,7 @@ def _build(ctx: BuildContext) -> Plan:
                 racks, ctx.devices, ctx.links, compute.pod_networks(ctx, cd),
                 Reliability(spec.reliability.optics_mtbf_hours, spec.reliability.gpu_monthly_availability,
                             list(spec.reliability.job_gpus)),
-                tenants(ctx))
+                tenants(ctx), device_types(ctx))
     plan.slurm = slurm.settings(ctx, plan.tenants)
     ratios = {"leaf": spec.compute.oversubscription.get("leaf", Fraction(1)),
               "spine": spec.compute.oversubscription.get("spine", Fraction(1))}
@@ -164,6 +164,14 @@ def _check_asns(ctx: BuildContext) -> None:
     for r in ranges:
         if r.last > 4294967294:
             raise ctx.fail(f"addressing.asn.{r.name}", f"ASNs {r.first}-{r.last} run past 4294967294")
+
+
+def device_types(ctx: BuildContext) -> list[DeviceType]:
+    heights: dict[str, int] = {}
+    for dev in ctx.devices:
+        heights.setdefault(dev.model, dev.height_u)
+    return [DeviceType(model, (sw.vendor or None) if (sw := ctx.catalog.switches.get(model)) else None, height)
+            for model, height in sorted(heights.items())]
 
 
 def tenants(ctx: BuildContext) -> list[Tenant]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from railforge import nos as nos_registry
 from railforge.ipam import block_len_for, int_to_ip
 from railforge.plan import Device, HostSubnet, Port, RailInterface, TierSummary
 from railforge.planner import names
@@ -20,7 +21,7 @@ from railforge.planner.sizing import (
     two_tier,
     uplinks_for,
 )
-from railforge.spec.models import format_speed
+from railforge.units import format_speed
 
 HOST_VLAN = 1000
 
@@ -76,11 +77,10 @@ def design(ctx: BuildContext) -> ComputeDesign:
     su = spec.scalable_units
     ib = cf.fabric == "infiniband"
     kind = "infiniband" if ib else "ethernet"
-    nos = cf.nos or ("mlnx-os" if ib else "sonic")
-    if ib and nos != "mlnx-os":
-        raise ctx.fail("compute.nos", f"{nos!r} is an Ethernet NOS; an InfiniBand fabric uses 'mlnx-os'")
-    if not ib and nos == "mlnx-os":
-        raise ctx.fail("compute.nos", "'mlnx-os' is for InfiniBand; a RoCE fabric uses 'sonic' or 'cumulus'")
+    nos = cf.nos or nos_registry.default("compute", kind).name
+    if nos_registry.profile(nos).kind != kind:
+        what = "an Ethernet NOS; an InfiniBand fabric uses" if ib else "for InfiniBand; a RoCE fabric uses"
+        raise ctx.fail("compute.nos", f"{nos!r} is {what} {' or '.join(map(repr, nos_registry.names(kind=kind)))}")
     if su.max is not None and su.max < su.count:
         raise ctx.fail("scalable_units.max", f"max {su.max} is below count {su.count}; max is the design "
                                              "capacity the spines are sized for, so it must be >= count")

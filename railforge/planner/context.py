@@ -10,7 +10,8 @@ from railforge.plan import Device, Endpoint, Link, Port
 from railforge.planner.ports import PortLayout, RadixError
 from railforge.spec.errors import SpecError
 from railforge.spec.loader import LineMap, dotted
-from railforge.spec.models import Catalog, CatalogSwitch, ClusterSpec, format_speed
+from railforge.spec.models import Catalog, CatalogSwitch, ClusterSpec
+from railforge.units import format_speed
 
 
 @dataclass

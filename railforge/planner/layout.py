@@ -16,7 +16,7 @@ from railforge.plan import Device, Link, Rack
 from railforge.planner import names
 from railforge.planner.context import BuildContext
 from railforge.planner.sizing import ceil_div
-from railforge.spec.models import format_speed
+from railforge.units import format_speed
 
 U_M = 0.04445
 CORE_KINDS = ("superspine", "spine", "storage-superspine", "storage-spine", "oob-superspine", "oob-spine",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from railforge import nos
 from railforge.ipam import block_len_for, int_to_ip
 from railforge.plan import Bmc, Device, HostSubnet, Port, TierSummary
 from railforge.planner import clos, names
@@ -117,7 +118,7 @@ def build(ctx: BuildContext, d: OobDesign, sus: int, slots: int, rails: int, loo
 
 
 def _mgmt_port(ctx: BuildContext, dev: Device) -> Port:
-    name = "bmc" if dev.role in ("node", "ufm", "mgmt") else ("mgmt0" if dev.nos != "cumulus" else "eth0")
+    name = "bmc" if dev.role in ("node", "ufm", "mgmt") else nos.profile(dev.nos).mgmt_port
     for p in dev.ports:
         if p.name == name:
             return p

@@ -45,8 +45,8 @@ def families() -> list[Family]:
         slurm,
         sonic,
         svg,
+        switch_macs,
     )
-    from railforge.ztp import macs as ztp_macs
 
     return [
         Family("plan", "plan.json, the contract every other artifact reads", plan_json.render, weight=6),
@@ -64,7 +64,8 @@ def families() -> list[Family]:
                report.render, shares="tables", weight=2),
         Family("svg", "fabric.svg: each fabric by tier with link bundles", svg.render),
         Family("elevations", "elevations/row-<NNN>.svg: every rack of a row, each device at its U", elevations.render),
-        Family("slurm", "slurm/topology.conf (tree) and slurm/topology-block.conf (one block per SU)", slurm.render),
+        Family("slurm", "slurm/topology.conf (tree) and slurm/topology-block.conf (one block per SU); with a `slurm:` "
+               "section also slurm.conf, gres.conf, cgroup.conf and qos.sh", slurm.render),
         Family("nccl", "nccl/<node>.env per node and nccl/hostfile in topology order", nccl.render,
                per_device=True, weight=4),
         Family("sonic", "SONiC config_db.json and FRR frr.conf per SONiC switch", sonic.render, per_device=True,
@@ -72,7 +73,7 @@ def families() -> list[Family]:
         Family("nvue", "Cumulus Linux NVUE startup.yaml per Cumulus switch", nvue.render, per_device=True,
                shardable=True),
         Family("ztp", "switch-macs.csv: the template of switch management MACs/serials to fill in after racking",
-               ztp_macs.render),
+               switch_macs.render),
         Family("opensm", "InfiniBand subnet manager: opensm.conf, root switches and GUID script, partitions, "
                "expected topology", opensm.render),
         Family("health", "health/: expected fabric state for node-exporter, Prometheus rules, Alertmanager "

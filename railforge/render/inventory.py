@@ -76,7 +76,14 @@ def host_vars(dev: Device) -> dict:
 
 def group_vars(plan: Plan) -> dict[str, dict]:
     """group_vars/all split by topic: file stem -> its variables."""
-    return {
+    slurm = {} if plan.slurm is None else {"slurm": {
+        "railforge_slurm_deploy": plan.slurm.deploy,
+        "railforge_slurm_controller": plan.slurm.controller,
+        "railforge_slurm_accounting_host": plan.slurm.accounting_host,
+        "railforge_slurm_cluster_name": plan.slurm.cluster_name,
+        "railforge_slurm_dbd_port": plan.slurm.slurmdbd_port,
+    }}
+    return slurm | {
         "cluster": {
             "railforge_cluster": plan.cluster.name,
             "railforge_fabric": plan.cluster.fabric,

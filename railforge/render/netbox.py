@@ -4,13 +4,14 @@ Columns follow the bulk-import forms of NetBox v4.4 (netbox/dcim/forms/bulk_impo
 ManufacturerImportForm, DeviceRoleImportForm, DeviceTypeImportForm, RackImportForm, DeviceImportForm,
 InterfaceImportForm, CableImportForm; netbox/ipam/forms/bulk_import.py: IPAddressImportForm). Choice values
 (interface and cable types, statuses) are NetBox's slugs; interface speed is in kb/s as NetBox stores it.
+Device types (manufacturer, U height) come from the plan's `device_types`, so a model from the spec's own
+catalog or a server model gets its real height.
 """
 
 from __future__ import annotations
 
 import re
 
-from railforge.hardware.catalog import builtin_catalog
 from railforge.output import Output
 from railforge.plan import SWITCH_ROLES, Device, Plan
 from railforge.render.csvrows import RowWriter
@@ -65,15 +66,7 @@ def _writer(out: Output, name: str, columns: tuple[str, ...]) -> RowWriter:
     return w
 
 
-def _vendor(model: str, catalog) -> tuple[str, int]:
-    sw = catalog.switches.get(model)
-    if sw is None:
-        return GENERIC_VENDOR, 1
-    return (sw.vendor or GENERIC_VENDOR), sw.height_u
-
-
 def render(plan: Plan, out: Output) -> None:
-    catalog = builtin_catalog()
     site = plan.cluster.name
     ib = plan.cluster.fabric == "infiniband"
     fabric_of = {link.id: link.fabric for link in plan.links}
@@ -83,10 +76,9 @@ def render(plan: Plan, out: Output) -> None:
                                              f"{plan.cluster.tiers}-tier {plan.cluster.mode}"))
     w.close()
 
-    types: dict[str, tuple[str, int]] = {}
+    types = {t.model: (t.manufacturer or GENERIC_VENDOR, t.height_u) for t in plan.device_types}
     for d in plan.devices:
-        if d.model not in types:
-            types[d.model] = _vendor(d.model, catalog)
+        types.setdefault(d.model, (GENERIC_VENDOR, d.height_u))
     w = _writer(out, FILES[1], ("name", "slug"))
     for vendor in sorted({v for v, _ in types.values()}):
         w.writerow((vendor, slug(vendor)))

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import jinja2
 
+from railforge import outdir
 from railforge.output import Output
 from railforge.plan import Plan
 from railforge.render.switch_model import PEERLINK_VLAN, SwitchConfig, build_models
@@ -83,4 +84,4 @@ def release_of(plan: Plan) -> str:
 def render(plan: Plan, out: Output) -> None:
     release = release_of(plan)
     for sw in build_models(plan, nos="cumulus", select=out.selects):
-        out.write_text(f"configs/{sw.hostname}/startup.yaml", startup_yaml(sw, release))
+        out.write_text(outdir.config_file(sw.hostname, "startup.yaml"), startup_yaml(sw, release))

@@ -141,6 +141,8 @@ def compress2(names: list[str]) -> str:
             out.extend(f"{k[0]}{k[3]:0{k[1]}d}{k[2]}" if len(k) == 4 else k[0] for k in run)
             continue
         prefix, width, rest = key
+        if "[" not in rest:  # Slurm reads su[001-002]-gpu[01], not su[001-002]-gpu01
+            rest = re.sub(r"(\d+)$", r"[\1]", rest)
         inner = compress(f"x{n:0{width}d}" for _, _, _, n in run)[1:]
         out.append(f"{prefix}{inner if inner.startswith('[') else '[' + inner + ']'}{rest}")
     return ",".join(out)
@@ -194,4 +196,5 @@ def render(plan: Plan, out: Output) -> None:
     out.write_text("slurm/slurm.conf", slurm_conf(plan, s))
     out.write_text("slurm/gres.conf", gres_conf(plan, s))
     out.write_text("slurm/cgroup.conf", TEMPLATES.get_template("cgroup.conf.j2").render(s=s))
-    out.write_text("slurm/qos.sh", TEMPLATES.get_template("qos.sh.j2").render(s=s, qos=s.qos))
+    out.write_text("slurm/qos.sh", TEMPLATES.get_template("qos.sh.j2").render(
+        s=s, qos=s.qos, clear=",".join(f"-{q.name}" for q in s.qos[:-1])))

@@ -30,7 +30,9 @@ from pathlib import Path
 import jinja2
 import orjson
 
-from railforge.nos.sonic_platform import Platform, load_platform
+from railforge import outdir
+from railforge.nos.sonic import PROFILE
+from railforge.nos.sonic_platform import Platform
 from railforge.output import Output
 from railforge.plan import Plan, Qos
 from railforge.render.switch_model import PEERLINK_VLAN, SwitchConfig, build_models, rank
@@ -64,7 +66,7 @@ def _platform(sw: SwitchConfig) -> Platform:
     if not sw.sonic_platform or not sw.sonic_hwsku:
         raise PlatformMismatch(f"{sw.hostname}: the plan names no SONiC platform/hwsku for this {sw.model} "
                                "(a plan.json written before railforge read SONiC platform data: rebuild it)")
-    return load_platform(sw.sonic_platform, sw.sonic_hwsku)
+    return PROFILE.platform(sw.sonic_platform, sw.sonic_hwsku)
 
 
 def _platform_port(platform: Platform, index: int, breakout: str, sub: int) -> tuple:
@@ -314,8 +316,8 @@ def frr_conf(sw: SwitchConfig, template: jinja2.Template | None = None) -> str:
 def render(plan: Plan, out: Output) -> None:
     fragments, shapes = QosFragments(), PortShapes()
     frr_template = TEMPLATES.get_template("frr.conf.j2")
-    for sw in build_models(plan, nos="sonic", select=out.selects):
-        out.write_bytes(f"configs/{sw.hostname}/config_db.json",
+    for sw in build_models(plan, nos=PROFILE.name, select=out.selects):
+        out.write_bytes(outdir.config_file(sw.hostname, "config_db.json"),
                         orjson.dumps(config_db(sw, fragments, shapes), option=JSON_OPTIONS | orjson.OPT_APPEND_NEWLINE))
         if sw.asn is not None:
-            out.write_text(f"configs/{sw.hostname}/frr.conf", frr_conf(sw, frr_template))
+            out.write_text(outdir.config_file(sw.hostname, "frr.conf"), frr_conf(sw, frr_template))

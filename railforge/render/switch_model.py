@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from railforge.plan import HOST_ROLES, SWITCH_ROLES, Device, Link, Plan, Port, Qos
-from railforge.planner.ports import host_hca
 from railforge.render.tables import PlanIndex as TableIndex
 
 TIER_RANK = {"leaf": 1, "spine": 2, "superspine": 3}
@@ -183,7 +182,7 @@ class PlanIndex:
         if link.tier != "node-leaf" or link.fabric != "compute" or link.a.device != peer_name:
             return None
         host, port = self.devices.get(peer_name), self.lookup.port(peer_name, peer_port)
-        return None if host is None or port is None else host_hca(host, port)
+        return None if host is None or port is None else host.hca(port)
 
 
 _RANKS = {r: TIER_RANK[r.rsplit("-", 1)[-1]] for r in SWITCH_ROLES}

@@ -7,9 +7,23 @@ from fractions import Fraction
 from typing import Annotated, Literal
 
 import netaddr
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
+from railforge import nos as nos_registry
 from railforge.spec.slurm import CatalogNode, SlurmSpec
+
+AnyNos = Literal[nos_registry.names()]  # type: ignore[valid-type]
+StorageNos = Literal[nos_registry.names("storage")]  # type: ignore[valid-type]
+OobNos = Literal[nos_registry.names("oob")]  # type: ignore[valid-type]
 
 NAME_RE = re.compile(r"[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?")
 IFNAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,14}")
@@ -40,10 +54,6 @@ def parse_speed(value: object) -> int:
 def _shown(value: object, limit: int = 48) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def format_speed(mbps: int) -> str:
-    return f"{mbps // 1000}G" if mbps % 1000 == 0 else f"{mbps}M"
 
 
 def parse_ratio(value: object) -> Fraction:
@@ -110,7 +120,9 @@ def check_mac(value: str) -> str:
     return value
 
 
-Speed = Annotated[int, BeforeValidator(parse_speed)]
+Speed = Annotated[int, BeforeValidator(parse_speed), WithJsonSchema(
+    {"type": "string", "pattern": r"^\s*\d{1,7}\s*[GgMm]\s*$",
+     "description": "link speed with its unit: '400G', '100M'"})]
 ModelName = Annotated[str, BeforeValidator(check_model)]
 DeviceName = Annotated[str, AfterValidator(check_device_name)]
 Label = Annotated[str, AfterValidator(check_label)]
@@ -118,7 +130,9 @@ Text = Annotated[str, AfterValidator(check_text)]
 PciAddress = Annotated[str, AfterValidator(check_pci)]
 MacAddress = Annotated[str, AfterValidator(check_mac)]
 Metres = Annotated[float, Field(gt=0, le=100_000)]
-Ratio = Annotated[Fraction, BeforeValidator(parse_ratio)]
+Ratio = Annotated[Fraction, BeforeValidator(parse_ratio), WithJsonSchema(
+    {"type": "string", "pattern": r"^\s*\d{1,4}(\.\d{1,3})?\s*:\s*\d{1,4}(\.\d{1,3})?\s*$",
+     "description": "down:up ratio from '1:1' to '64:1'"})]
 Prefix = Annotated[str, BeforeValidator(parse_prefix)]
 
 
@@ -150,7 +164,7 @@ class CatalogSwitch(Strict):
     description: Text = ""
     kind: Literal["ethernet", "infiniband"]
     height_u: int = Field(ge=1, le=8)
-    nos: list[Literal["sonic", "cumulus", "mlnx-os"]] = Field(min_length=1, max_length=3)
+    nos: list[AnyNos] = Field(min_length=1, max_length=3)
     groups: list[CatalogGroup] = Field(min_length=1, max_length=16)
     sonic: SonicPlatformRef | None = None
 
@@ -251,7 +265,7 @@ class ComputeFabric(Strict):
     fabric: Literal["roce", "infiniband"]
     tiers: Literal["auto", 2, 3] = "auto"
     mode: Literal["clos", "rail-plane"] = "clos"
-    nos: Literal["sonic", "cumulus", "mlnx-os"] | None = None
+    nos: AnyNos | None = None
     leaf: SwitchChoice
     spine: SwitchChoice
     superspine: SwitchChoice | None = None
@@ -261,7 +275,7 @@ class ComputeFabric(Strict):
 
 
 class StorageFabric(Strict):
-    nos: Literal["sonic", "cumulus"] = "cumulus"
+    nos: StorageNos = nos_registry.default("storage").name
     leaf: SwitchChoice
     spine: SwitchChoice
     attach: Literal["mlag", "evpn-mh", "single"] = "mlag"
@@ -280,7 +294,7 @@ def check_oob_vlan(v: int) -> int:
 
 
 class OobFabric(Strict):
-    nos: Literal["sonic", "cumulus"] = "cumulus"
+    nos: OobNos = nos_registry.default("oob").name
     leaf: SwitchChoice
     spine: SwitchChoice
     uplinks_per_leaf: int = Field(2, ge=1, le=8)

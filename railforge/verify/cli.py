@@ -18,7 +18,7 @@ from railforge.verify.ibnet import IbnetFormatError, parse_ibnetdiscover
 from railforge.verify.lldp import LldpFormatError, load_lldp
 from railforge.verify.names import PlanNames
 from railforge.verify.observed import Observation
-from railforge.verify.source import MissingBuild, load_generated_plan
+from railforge.verify.source import BuildError, MissingBuild, load_generated_plan
 
 verify_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -59,7 +59,7 @@ def cabling(
             links = [lk for lk in plan.links if lk.fabric == "compute"]
             runs.append(("ibnetdiscover", links, parse_ibnetdiscover(ibnetdiscover.read_text(), plan,
                                                                       str(ibnetdiscover))))
-    except (MissingBuild, LldpFormatError, IbnetFormatError, OSError) as exc:
+    except (BuildError, LldpFormatError, IbnetFormatError, OSError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}", highlight=False, emoji=False)
         raise typer.Exit(2) from None
     ok = True
@@ -101,7 +101,7 @@ def fabric(
         if not frr.is_dir():
             raise MissingBuild(f"{frr}: not a folder (want one <switch>/ folder per switch)")
         result = verify_fabric(plan, frr, check_speed=speed, partial=partial)
-    except (MissingBuild, OSError) as exc:
+    except (BuildError, OSError) as exc:
         err.print(f"[red]error[/red] {exc}")
         raise typer.Exit(2) from None
     report = result.report

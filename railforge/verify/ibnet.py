@@ -10,7 +10,7 @@ switchguid or caguid lines, a node line and one line per connected port::
 
 Node descriptions are mapped to plan devices: a switch's description contains its name (NVIDIA's
 `MF0;<hostname>:<model>/U1`, or the bare hostname), an HCA's is `<hostname> <hca>` (`mlx5_0`), the
-default on NVIDIA/Mellanox OFED; the HCA is mapped to its port by `railforge.planner.ports.hca_port`, the rule
+default on NVIDIA/Mellanox OFED; the HCA is mapped to its port by `Device.hca_port` of the plan, the rule
 the OpenSM renderer names HCAs by (a rail's HCA, else `mlx5_<port index>` on an appliance such as UFM).
 Switch port numbers follow the QM9700 numbering: OSFP cage c (plan port index) carries IB ports
 c*split+1 .. c*split+split, split being the cage's breakout (2 at NDR 400G).
@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 
 from railforge.plan import Device, Plan, Port
-from railforge.planner import ports
 from railforge.render import ibnetdiscover
 from railforge.verify.observed import Adjacency, Observation
 
@@ -31,7 +30,7 @@ class IbnetFormatError(ValueError):
 
 
 def ib_port_number(port: Port) -> int:
-    return ports.ib_port_number(port.index, port.sub, port.breakout)
+    return port.ib_number()
 
 
 def device_of(desc: str, known: dict[str, Device]) -> Device | None:
@@ -47,7 +46,7 @@ def device_of(desc: str, known: dict[str, Device]) -> Device | None:
 
 def _hca_port(dev: Device, desc: str) -> str | None:
     """The host port of an HCA described as `<hostname> <hca>`, by the plan's HCA naming rule."""
-    found = (ports.hca_port(dev, token) for token in desc.split()[1:])
+    found = (dev.hca_port(token) for token in desc.split()[1:])
     return next((port for port in found if port), None)
 
 

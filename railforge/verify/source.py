@@ -1,28 +1,20 @@
-"""Find a cluster's generated artifacts: `inventory/<cluster>` or its cluster.yaml, or an explicit --out."""
+"""Find a cluster's generated artifacts: `inventory/<cluster>` or its cluster.yaml, or an explicit --out
+(the folder and its plan.json are railforge/outdir.py's; these names stay for the tools that use them)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from railforge import outdir
+from railforge.outdir import BuildError, MissingBuild
 from railforge.plan import Plan
-from railforge.planio import read_plan
 
-
-class MissingBuild(FileNotFoundError):
-    pass
+__all__ = ["BuildError", "MissingBuild", "generated_dir", "load_generated_plan"]
 
 
 def generated_dir(cluster: Path, out: Path | None = None) -> Path:
-    if out is not None:
-        folder = out
-    else:
-        base = cluster.parent if cluster.is_file() or cluster.suffix in (".yaml", ".yml") else cluster
-        folder = base / "generated"
-    if not (folder / "plan.json").is_file():
-        raise MissingBuild(f"{folder / 'plan.json'} not found: run `railforge build` first (or pass --out)")
-    return folder
+    return outdir.locate(cluster, out)
 
 
 def load_generated_plan(cluster: Path, out: Path | None = None) -> tuple[Plan, Path]:
-    folder = generated_dir(cluster, out)
-    return read_plan(folder / "plan.json"), folder
+    return outdir.load(cluster, out)

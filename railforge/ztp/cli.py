@@ -12,12 +12,13 @@ from urllib.parse import urlsplit
 import typer
 from rich.console import Console
 
-from railforge.verify.source import MissingBuild, load_generated_plan
+from railforge import outdir
+from railforge.outdir import BuildError
 from railforge.ztp.credentials import CredentialError, load_credentials
 from railforge.ztp.macs import TEMPLATE, MacFileError, provisioned, read_macs
 from railforge.ztp.render import DhcpOptions, ZtpError, ZtpFile, kea_config, switch_files
 
-KEA_FILE = "ztp/kea-dhcp4.conf"
+KEA_FILE = outdir.KEA
 
 
 def _server(value: str) -> str:
@@ -41,16 +42,16 @@ def write_tree(generated: Path, files: list[ZtpFile]) -> None:
     shutil.rmtree(stage, ignore_errors=True)
     try:
         for f in files:
-            dest = stage / Path(f.path).relative_to("ztp")
+            dest = stage / Path(f.path).relative_to(outdir.ZTP)
             dest.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, f.mode)
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
                 fh.write(f.text)
             os.chmod(dest, f.mode)
         old = generated / f".ztp.old-{os.getpid()}"
-        if (generated / "ztp").exists():
-            os.rename(generated / "ztp", old)
-        os.rename(stage, generated / "ztp")
+        if (generated / outdir.ZTP).exists():
+            os.rename(generated / outdir.ZTP, old)
+        os.rename(stage, generated / outdir.ZTP)
         shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
@@ -75,7 +76,7 @@ def ztp(
     """Write ztp/<switch>/ (SONiC ztp.json, Cumulus script) and ztp/kea-dhcp4.conf; rerun after every build."""
     err = Console(stderr=True, soft_wrap=True)
     try:
-        plan, generated = load_generated_plan(cluster, out)
+        plan, generated = outdir.load(cluster, out)
         base = cluster.parent if cluster.suffix in (".yaml", ".yml") else cluster
         mac_file = macs if macs is not None else (base / TEMPLATE if (base / TEMPLATE).is_file() else None)
         ids = read_macs(mac_file, plan) if mac_file else []
@@ -90,13 +91,13 @@ def ztp(
         for e in exc.errors:
             err.print(f"[red]error[/red] {e}", highlight=False)
         raise typer.Exit(2) from None
-    except (MissingBuild, CredentialError, ZtpError, OSError) as exc:
+    except (BuildError, CredentialError, ZtpError, OSError) as exc:
         err.print(f"[red]error[/red] {exc}", highlight=False)
         raise typer.Exit(2) from None
     switches = provisioned(plan)
     known = {i.switch for i in ids}
     waiting = [d.name for d in switches if d.name not in known]
-    err.print(f"wrote {len(files)} files to {generated / 'ztp'}: {len(switches)} switches, {len(ids)} DHCP "
+    err.print(f"wrote {len(files)} files to {generated / outdir.ZTP}: {len(switches)} switches, {len(ids)} DHCP "
               f"reservations" + (f", credentials for {len(switches)} switches (files 0600)" if creds.any else ""),
               highlight=False)
     if waiting:

@@ -1,4 +1,5 @@
-"""Switch management MACs (and serials) that the user fills in after racking: the template and the checked reader.
+"""Switch management MACs (and serials) that the user fills in after racking: the checked reader (the template
+is written by the build, railforge/render/switch_macs.py).
 
 The template lists every switch that gets a management address, in plan order, with where to find
 it (rack, U, model) and what it will get (management port and address); `mac`, `client_id` and
@@ -14,12 +15,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from railforge.output import Output
-from railforge.plan import Device, Plan
+from railforge.plan import Plan
+from railforge.render.switch_macs import COLUMNS, TEMPLATE, provisioned
 
-TEMPLATE = "switch-macs.csv"
-COLUMNS = ("switch", "mac", "client_id", "serial", "model", "nos", "rack", "u", "mgmt_port", "mgmt_address")
-ZTP_NOS = ("sonic", "cumulus")
 _MAC = re.compile(r"[0-9a-f]{2}([:-])[0-9a-f]{2}(\1[0-9a-f]{2}){4}|[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4}|[0-9a-f]{12}")
 _CLIENT_ID = re.compile(r"(?:[0-9a-f]{2}:)*[0-9a-f]{2}")
 
@@ -36,28 +34,6 @@ class SwitchId:
     mac: str | None
     client_id: str | None
     serial: str | None
-
-
-def provisioned(plan: Plan) -> list[Device]:
-    """Switches with a management address whose NOS boots through ZTP here."""
-    return [d for d in plan.switches() if d.mgmt_address and d.nos in ZTP_NOS]
-
-
-def mgmt_port(dev: Device) -> str:
-    return next((p.name for p in dev.ports if p.address == dev.mgmt_address), "")
-
-
-def template_csv(plan: Plan) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
-    for d in provisioned(plan):
-        w.writerow([d.name, "", "", "", d.model, d.nos, d.rack, d.u, mgmt_port(d), d.mgmt_address])
-    return buf.getvalue()
-
-
-def render(plan: Plan, out: Output) -> None:
-    out.write_text(TEMPLATE, template_csv(plan))
 
 
 def normalise_mac(text: str) -> str | None:

@@ -21,6 +21,8 @@ from pathlib import Path
 import jinja2
 import yaml
 
+from railforge import nos, outdir
+from railforge.nos.profile import ZtpVariant
 from railforge.plan import Device, Plan
 from railforge.ztp.credentials import Credentials
 from railforge.ztp.macs import SwitchId, provisioned
@@ -31,7 +33,6 @@ TEMPLATES = jinja2.Environment(
 )
 TEMPLATES.filters["q"] = shlex.quote
 SECRET_MODE = 0o600
-CUMULUS_URL_OPTION = 239
 _FRR_ASN = re.compile(r"^router bgp (\d+)", re.MULTILINE)
 _FRR_GROUP = re.compile(r"^ neighbor (\S+) peer-group$", re.MULTILINE)
 
@@ -60,8 +61,15 @@ def url(server: str, rel: str) -> str:
     return f"{server.rstrip('/')}/{rel}"
 
 
+def _variant(dev: Device) -> ZtpVariant:
+    variant = nos.profile(dev.nos).ztp
+    if variant is None:
+        raise ZtpError(f"{dev.name} runs {dev.nos}, which has no zero-touch provisioning")
+    return variant
+
+
 def ztp_path(dev: Device) -> str:
-    return f"ztp/{dev.name}/{'ztp.json' if dev.nos == 'sonic' else 'cumulus-ztp.sh'}"
+    return outdir.ztp_file(dev.name, _variant(dev).entry)
 
 
 def _read(generated: Path, rel: str) -> str:
@@ -73,21 +81,22 @@ def _read(generated: Path, rel: str) -> str:
 
 
 def sonic_files(dev: Device, generated: Path, server: str, creds: Credentials) -> list[ZtpFile]:
-    frr = _read(generated, f"configs/{dev.name}/frr.conf")
-    _read(generated, f"configs/{dev.name}/config_db.json")
+    frr_path, db_path = outdir.config_file(dev.name, "frr.conf"), outdir.config_file(dev.name, "config_db.json")
+    frr = _read(generated, frr_path)
+    _read(generated, db_path)
     asn = _FRR_ASN.search(frr)
     ztp = {"ztp": {
-        "01-download": {"files": [{"url": {"source": url(server, f"configs/{dev.name}/frr.conf"),
+        "01-download": {"files": [{"url": {"source": url(server, frr_path),
                                            "destination": "/etc/sonic/frr/frr.conf"}}]},
-        "02-configdb-json": {"url": {"source": url(server, f"configs/{dev.name}/config_db.json")},
+        "02-configdb-json": {"url": {"source": url(server, db_path)},
                              "clear-config": False, "save-config": True},
-        "03-railforge-finish": {"plugin": {"url": url(server, f"ztp/{dev.name}/sonic-finish.sh"),
+        "03-railforge-finish": {"plugin": {"url": url(server, outdir.ztp_file(dev.name, "sonic-finish.sh")),
                                            "ignore-section-data": True}},
     }}
     finish = TEMPLATES.get_template("sonic-finish.sh.j2").render(
         name=dev.name, creds=creds, asn=asn.group(1) if asn else dev.asn, peer_groups=_FRR_GROUP.findall(frr))
-    return [ZtpFile(f"ztp/{dev.name}/ztp.json", json.dumps(ztp, indent=2) + "\n"),
-            ZtpFile(f"ztp/{dev.name}/sonic-finish.sh", finish, SECRET_MODE)]
+    return [ZtpFile(ztp_path(dev), json.dumps(ztp, indent=2) + "\n"),
+            ZtpFile(outdir.ztp_file(dev.name, "sonic-finish.sh"), finish, SECRET_MODE)]
 
 
 def _nvue_peer_groups(startup: str) -> list[str]:
@@ -100,17 +109,21 @@ def _nvue_peer_groups(startup: str) -> list[str]:
 
 
 def cumulus_files(dev: Device, generated: Path, server: str, creds: Credentials) -> list[ZtpFile]:
-    startup = _read(generated, f"configs/{dev.name}/startup.yaml")
+    startup_path = outdir.config_file(dev.name, "startup.yaml")
+    startup = _read(generated, startup_path)
     script = TEMPLATES.get_template("cumulus-ztp.sh.j2").render(
-        name=dev.name, creds=creds, startup_url=url(server, f"configs/{dev.name}/startup.yaml"),
+        name=dev.name, creds=creds, startup_url=url(server, startup_path),
         peer_groups=_nvue_peer_groups(startup))
-    return [ZtpFile(f"ztp/{dev.name}/cumulus-ztp.sh", script, SECRET_MODE)]
+    return [ZtpFile(ztp_path(dev), script, SECRET_MODE)]
+
+
+FILES = {"sonic": sonic_files, "cumulus": cumulus_files}
 
 
 def switch_files(plan: Plan, generated: Path, server: str, creds: Credentials) -> list[ZtpFile]:
     out: list[ZtpFile] = []
     for dev in provisioned(plan):
-        render = sonic_files if dev.nos == "sonic" else cumulus_files
+        render = FILES[_variant(dev).files]
         out += render(dev, generated, server, creds)
     return out
 
@@ -127,6 +140,16 @@ def subnet_id(network: str) -> int:
     return int(net.network_address) >> (32 - net.prefixlen)
 
 
+def _variants() -> list[ZtpVariant]:
+    return [v for n in nos.names() if (v := nos.profile(n).ztp) is not None]
+
+
+def _dhcp_option(variant: ZtpVariant, data: str) -> dict:
+    if variant.option_code is None:
+        return {"name": variant.option_name, "data": data}
+    return {"name": variant.option_name, "code": variant.option_code, "space": "dhcp4", "data": data}
+
+
 def kea_config(plan: Plan, ids: list[SwitchId], opts: DhcpOptions) -> str:
     devices = {d.name: d for d in provisioned(plan)}
     gateways = oob_gateways(plan)
@@ -136,9 +159,7 @@ def kea_config(plan: Plan, ids: list[SwitchId], opts: DhcpOptions) -> str:
         network = str(ip_interface(dev.mgmt_address).network)
         if network not in gateways:
             raise ZtpError(f"{dev.name}: management address {dev.mgmt_address} is on no OOB leaf subnet of the plan")
-        option = ({"name": "boot-file-name", "data": url(opts.server, ztp_path(dev))} if dev.nos == "sonic" else
-                  {"name": "cumulus-provision-url", "code": CUMULUS_URL_OPTION, "space": "dhcp4",
-                   "data": url(opts.server, ztp_path(dev))})
+        option = _dhcp_option(_variant(dev), url(opts.server, ztp_path(dev)))
         res: dict = {"hostname": dev.name, "ip-address": str(ip_interface(dev.mgmt_address).ip),
                      "option-data": [option]}
         if sid.mac:
@@ -162,8 +183,8 @@ def kea_config(plan: Plan, ids: list[SwitchId], opts: DhcpOptions) -> str:
         "lease-database": {"type": "memfile", "persist": True, "name": opts.lease_file},
         "valid-lifetime": 86400,
         "host-reservation-identifiers": ["hw-address", "client-id"],
-        "option-def": [{"name": "cumulus-provision-url", "code": CUMULUS_URL_OPTION, "type": "string",
-                        "space": "dhcp4"}],
+        "option-def": [{"name": v.option_name, "code": v.option_code, "type": "string", "space": "dhcp4"}
+                       for v in _variants() if v.option_code is not None],
         "subnet4": subnet4,
         "loggers": [{"name": "kea-dhcp4", "severity": "INFO", "output_options": [{"output": "stdout"}]}],
     }}

@@ -129,6 +129,8 @@ class SlurmCluster:
         self.namespaces: list[str] = []
         self.nodes: list[str] = []
         self.cluster_name = ""
+        self.with_slurmd = True
+        self.slurmctld_seconds = 0.0
 
     # ---- configuration ----------------------------------------------------------------------------------------
 
@@ -146,7 +148,7 @@ class SlurmCluster:
 
     def _write_configs(self) -> None:
         etc, run = self.dir / "etc", self.dir / "run"
-        for sub in ("etc", "run", "log", "state", "spool", "dev", "plugins", "db"):
+        for sub in ("etc", "run", "log", "state", "spool", "dev", "plugins", "db", "jobs"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
         for so in sorted(PLUGINS.glob("*.so")):
             if not so.name.startswith(("mpi_pmix", "mpi_cray")):
@@ -155,9 +157,9 @@ class SlurmCluster:
                     link.symlink_to(so)
         text = (self.source / "slurm.conf").read_text()
         self.cluster_name = re.search(r"^ClusterName=(\S+)", text, re.M).group(1)
-        if len(self.nodes) > len(self.hosts) - 1:
+        if self.with_slurmd and len(self.nodes) > len(self.hosts) - 1:
             raise SlurmHarnessError(f"{len(self.nodes)} nodes do not fit in {self.cfg.subnet}")
-        self.addr = {n: str(self.hosts[i + 1]) for i, n in enumerate(self.nodes)}
+        self.addr = {n: str(self.hosts[i + 1]) for i, n in enumerate(self.nodes)} if self.with_slurmd else {}
         local: dict[str, str | None] = {
             "SlurmctldHost": f"{self.short}({self.bridge_ip})",
             "SlurmctldPort": str(self.cfg.slurmctld_port), "SlurmdPort": str(self.cfg.slurmd_port),
@@ -177,7 +179,7 @@ class SlurmCluster:
         text = set_keys(text, local)
         lines = []
         for line in text.splitlines():
-            if line.startswith("NodeName="):
+            if line.startswith("NodeName=") and self.addr:
                 expr = line.split()[0].split("=", 1)[1]
                 names = _run(["scontrol", "show", "hostnames", expr], env=self._source_env()).stdout.split()
                 line += " NodeAddr=" + ",".join(self.addr[n] for n in names)
@@ -297,7 +299,7 @@ class SlurmCluster:
         _run(["ip", "link", "add", br, "type", "bridge"])
         _run(["ip", "addr", "add", f"{self.bridge_ip}/{self.prefixlen}", "dev", br])
         _run(["ip", "link", "set", br, "up"])
-        for i, node in enumerate(self.nodes):
+        for i, node in enumerate(self.nodes if self.with_slurmd else []):
             ns = f"{self.cfg.prefix}-{node}"
             host_end, node_end = f"{self.cfg.prefix}h{i}", f"{self.cfg.prefix}n{i}"
             _run(["ip", "netns", "add", ns])
@@ -308,11 +310,14 @@ class SlurmCluster:
             _run(["ip", "-n", ns, "link", "set", node_end, "up"])
             _run(["ip", "-n", ns, "link", "set", "lo", "up"])
 
-    def _slurmctld(self) -> None:
+    def _slurmctld(self) -> float:
+        """Start slurmctld; the seconds until `scontrol ping` says UP."""
         log = self.dir / "log" / "slurmctld.log"
+        started = time.monotonic()
         proc = self._spawn("slurmctld", ["slurmctld", "-D", "-i"], log)
         self._await("slurmctld", lambda: "UP" in _run(["scontrol", "ping"], env=self.env, check=False).stdout,
-                    proc, log, timeout=120)
+                    proc, log, timeout=self.cfg.start_timeout)
+        return time.monotonic() - started
 
     def _slurmds(self) -> None:
         for node in self.nodes:
@@ -326,18 +331,21 @@ class SlurmCluster:
         self._await(f"{len(self.nodes)} slurmd idle", all_idle, None, self.dir / "log" / "slurmctld.log",
                     timeout=self.cfg.start_timeout)
 
-    def start(self) -> SlurmCluster:
-        """Start everything; on any failure stop what started and raise SlurmHarnessError with the log tail."""
+    def start(self, slurmd: bool = True) -> SlurmCluster:
+        """Start everything; on any failure stop what started and raise SlurmHarnessError with the log tail.
+        `slurmd=False` starts the controller side only (benchmarks: nodes stay unreachable, no namespaces)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         self.nodes = self._node_names()
+        self.with_slurmd = slurmd
         try:
             self._write_configs()
             self._network()
             self._munge()
             self._mariadb()
             self._slurmdbd()
-            self._slurmctld()
-            self._slurmds()
+            self.slurmctld_seconds = self._slurmctld()
+            if slurmd:
+                self._slurmds()
         except BaseException:
             self.stop()
             raise
@@ -369,7 +377,7 @@ class SlurmCluster:
 
     def submit(self, *args: str, qos: str | None = None, wrap: str = "sleep 3600") -> int:
         """sbatch with `args` (e.g. "-N2", "--gres=gpu:4"), as account rf; returns the job id."""
-        cmd = ["sbatch", "--parsable", "--account=rf", *args]
+        cmd = ["sbatch", "--parsable", "--account=rf", f"--chdir={self.dir / 'jobs'}", "--output=%j.out", *args]
         if qos:
             cmd.append(f"--qos={qos}")
         out = self.slurm(*cmd, "--wrap", wrap).stdout.strip()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 
@@ -20,6 +21,16 @@ TEST_OVERRIDES = {"SchedulerParameters": "bf_continue,bf_interval=2,bf_window=10
 @pytest.fixture(scope="session")
 def slurm_files(tmp_path_factory):
     return build_slurm_files(SPEC, tmp_path_factory.mktemp("slurm-lab") / "out")
+
+
+# Key=Value;Key=Value set after everything else, to watch the tests fail on a broken scheduler configuration
+# (e.g. PreemptType=preempt/none); see docs/slurm.md
+MUTATE = "RAILFORGE_SLURM_MUTATE"
+
+
+def mutations() -> dict[str, str]:
+    text = os.environ.get(MUTATE, "")
+    return dict(item.split("=", 1) for item in text.split(";") if "=" in item)
 
 
 HEALTH_CHECK = """#!/bin/sh
@@ -42,7 +53,7 @@ def slurm_session(slurm_files, tmp_path_factory) -> Iterator[SlurmCluster]:
     check.write_text(HEALTH_CHECK.format(flags=flags, conf=work / "etc" / "slurm.conf"))
     check.chmod(0o755)
     overrides = {**TEST_OVERRIDES, "HealthCheckProgram": str(check), "HealthCheckInterval": "5",
-                 "HealthCheckNodeState": "ANY"}
+                 "HealthCheckNodeState": "ANY", **mutations()}
     cluster = SlurmCluster(slurm_files, work, SlurmClusterConfig(prefix="i26", overrides=overrides))
     cluster.health_flags = flags
     cluster.start()

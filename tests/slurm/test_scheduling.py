@@ -81,3 +81,101 @@ def test_health_check_failure_drains_the_node_with_its_reason(slurm):
     job = slurm.submit("-N12", "--exclusive", qos="p3")
     time.sleep(3)
     assert slurm.job(job)["state"] == "PENDING", "a 12-node job must not start while a node is drained"
+
+
+def occupy(cluster: SlurmCluster, nodes: list[str], qos: str = "p3", *extra: str) -> list[int]:
+    jobs = [cluster.submit("-N1", "--exclusive", f"--nodelist={n}", *extra, qos=qos) for n in nodes]
+    cluster.wait_for(lambda: all(running(cluster, j) for j in jobs), 30, what=f"jobs running on {nodes}")
+    return jobs
+
+
+def test_topology_a_job_with_switches_1_stays_inside_one_su(slurm):
+    # SUs 1 and 2 keep 2 free nodes each, interleaved, so the first three free nodes span two SUs; only SU 3 fits
+    occupy(slurm, ["su001-gpu01", "su001-gpu03", "su002-gpu02", "su002-gpu04"])
+    job = slurm.submit("-N3", "--exclusive", "--switches=1", qos="p3")
+    j = slurm.wait_for(lambda: running(slurm, job), 30, what="the --switches=1 job")
+    assert len(j["nodes"]) == 3
+    assert {su_of(n) for n in j["nodes"]} == {"su003"}, f"--switches=1 job outside SU 3: {j['nodes']}"
+    shown = slurm.scontrol("show", "job", str(job))
+    assert "Switches=1@" in shown
+
+
+def test_topology_a_two_su_job_takes_two_whole_sus(slurm):
+    occupy(slurm, ["su001-gpu03"])
+    job = slurm.submit("-N8", "--exclusive", qos="p3")
+    j = slurm.wait_for(lambda: running(slurm, job), 30, what="the 8-node job")
+    assert sorted(j["nodes"]) == [f"su00{s}-gpu0{i}" for s in (2, 3) for i in range(1, 5)], \
+        f"8-node job scattered over {j['nodes']} instead of taking su002 and su003 whole"
+
+
+def test_priority_p0_preempts_a_cluster_full_of_p5_and_the_victims_are_requeued(slurm):
+    victims = occupy(slurm, slurm.nodes, "p5")
+    started = time.monotonic()
+    urgent = slurm.submit("-N4", "--exclusive", qos="p0")
+    j = slurm.wait_for(lambda: running(slurm, urgent), 20, interval=0.2, what="the P0 job")
+    waited = time.monotonic() - started
+    assert waited < 15, f"P0 job waited {waited:.1f} s"
+    queue = {q["id"]: q for q in slurm.squeue()}
+    assert set(victims) <= set(queue), "preempted P5 jobs were lost from the queue"
+    requeued = [v for v in victims if queue[v]["state"] != "RUNNING"]
+    assert len(requeued) == 4, [queue[v] for v in victims]
+    assert {n for v in victims if queue[v]["state"] == "RUNNING" for n in queue[v]["nodes"]}.isdisjoint(j["nodes"])
+    for v in requeued:
+        assert queue[v]["state"] in ("PENDING", "REQUEUED", "REQUEUE_HOLD") or queue[v]["state"].startswith("COMPL")
+        records = slurm.wait_for(lambda v=v: [r for r in slurm.sacct(v) if r["State"].startswith(
+            ("PREEMPTED", "REQUEUED"))], 30, what=f"sacct record of preempted job {v}")
+        assert records
+
+
+def test_priority_p3_does_not_preempt_p2(slurm):
+    holders = occupy(slurm, slurm.nodes, "p2")
+    job = slurm.submit("-N1", "--exclusive", qos="p3")
+    time.sleep(8)
+    j = slurm.job(job)
+    assert j["state"] == "PENDING", f"P3 job ran on a cluster full of P2 jobs: {j}"
+    assert all(running(slurm, h) for h in holders), "a P2 job was preempted by P3"
+    assert not [r for h in holders for r in slurm.sacct(h) if r["State"].startswith(("PREEMPTED", "REQUEUED"))]
+    higher = slurm.submit("-N1", "--exclusive", qos="p1")
+    slurm.wait_for(lambda: running(slurm, higher), 20, what="a P1 job, which does preempt P2")
+
+
+def reserved_start(cluster: SlurmCluster, job: int) -> str:
+    out = cluster.slurm("squeue", "--start", "-h", "-j", str(job), "-o", "%S").stdout.strip()
+    return out if out and out != "N/A" else ""
+
+
+def test_no_starvation_a_large_jobs_reserved_start_never_moves_later(slurm):
+    blockers = occupy(slurm, slurm.nodes, "p3", "--time=20:00")
+    large = slurm.submit("-N12", "--exclusive", "--time=60:00", qos="p3")
+    first = slurm.wait_for(lambda: reserved_start(slurm, large), 30, what="a reserved start for the 12-node job")
+    long_small, short_small, seen = [], [], [first]
+    for blocker in blockers[:4]:
+        slurm.slurm("scancel", str(blocker))
+        long_small.append(slurm.submit("-N1", "--exclusive", "--time=40:00", qos="p3"))
+        short_small.append(slurm.submit("-N1", "--exclusive", "--time=5:00", qos="p3"))
+        for _ in range(4):
+            time.sleep(1)
+            seen.append(reserved_start(slurm, large))
+    slurm.wait_for(lambda: sum(bool(running(slurm, s)) for s in short_small) >= 4, 30,
+                   what="short small jobs backfilled onto the freed nodes")
+    for _ in range(6):
+        time.sleep(1)
+        seen.append(reserved_start(slurm, large))
+    assert all(seen), f"the 12-node job lost its reservation: {seen}"
+    later = [(a, b) for a, b in zip(seen, seen[1:], strict=False) if b > a]
+    assert not later, f"the 12-node job's reserved start moved later ({later}): {seen}"
+    assert not [s for s in long_small if running(slurm, s)], \
+        "a small job that would end after the reservation started and delayed the 12-node job"
+
+
+def test_qos_script_is_idempotent(slurm):
+    """The harness ran the generated qos.sh once at start; a second run succeeds and changes nothing."""
+    fields = ["sacctmgr", "-n", "-P", "show", "qos", "format=name,priority,preempt,preemptmode"]
+    before = slurm.slurm(*fields).stdout
+    slurm.slurm("sh", str(slurm.source / "qos.sh"))
+    assert slurm.slurm(*fields).stdout == before
+    rows = {line.split("|")[0]: line.split("|")[1:] for line in before.splitlines()}
+    assert rows["p0"] == ["5000", "p1,p2,p3,p4,p5", "requeue"]
+    assert rows["p5"] == ["0", "", "requeue"]
+    assoc = slurm.slurm("sacctmgr", "-n", "-P", "show", "assoc", "user=root", "format=qos,defaultqos").stdout
+    assert assoc.split()[0].split("|") == ["p0,p1,p2,p3,p4,p5", "p3"]

@@ -1,0 +1,61 @@
+"""The facts railforge needs about one switch operating system, in one frozen value per OS.
+
+The planner names ports and management interfaces from it, the lab boots the file it names, ZTP
+picks its provisioning variant and DHCP option from it, work orders say how to reload it, and the
+spec's allowed NOS names are the registered profiles' names. Nothing outside `railforge/nos/` and
+that OS's renderer branches on an OS name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["ethernet", "infiniband"]
+Fabric = Literal["compute", "storage", "oob"]
+
+
+@dataclass(frozen=True, slots=True)
+class ZtpVariant:
+    """How a switch of this OS provisions itself at first boot.
+
+    `files` names the ZTP renderer's function set for it (railforge/ztp/render.py); `entry` is the file
+    under `ztp/<switch>/` that the DHCP option points at; `option_code` is None for a standard DHCPv4
+    option Kea knows by name, else the code Kea must be told (`option-def`).
+    """
+
+    files: str
+    entry: str
+    option_name: str
+    option_code: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NosProfile:
+    """One switch OS.
+
+    `default_for`: the spec fabrics that get this OS when the spec names none (per `kind` for compute).
+    `port_name(cage, sub, split)` gives the OS's name for a catalog port, or is None when names come from
+    the platform's own port map: `platform_ref(model, catalog switch)` names the (platform, hwsku) of a
+    catalog model and `platform(platform, hwsku)` loads its port map.
+    """
+
+    name: str
+    title: str
+    kind: Kind
+    fabrics: tuple[Fabric, ...]
+    default_for: tuple[Fabric, ...]
+    mgmt_port: str
+    config_files: tuple[str, ...]
+    boot_config: str | None
+    reload: str
+    ztp: ZtpVariant | None
+    port_name: Callable[[int, int, int], str] | None
+    platform: Callable[[str, str], object] | None = None
+    platform_ref: Callable[[str, object], tuple[str, str]] | None = None
+
+
+def front_label(cage: int, sub: int, split: int) -> str:
+    """The front-panel label of a port: the cage number, `/sub` for a broken-out cage (counting from 1)."""
+    return f"{cage + 1}" if split == 1 else f"{cage + 1}/{sub + 1}"

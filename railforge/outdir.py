@@ -1,0 +1,87 @@
+"""The generated folder: where it is, its plan.json read with the schema check, and the path of every
+artifact in it that more than one module names (renderers write them, day-2 tools read them, ZTP serves
+them). Paths are relative to the folder, with `/`, as `Output` and the ZTP HTTP server take them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from railforge.plan import SCHEMA_VERSION, Plan
+from railforge.planio import read_plan
+
+GENERATED = "generated"
+PLAN = "plan.json"
+CONFIGS = "configs"
+OPENSM = f"{CONFIGS}/opensm"
+ZTP = "ztp"
+KEA = f"{ZTP}/kea-dhcp4.conf"
+SWITCH_MACS = "switch-macs.csv"
+
+
+class BuildError(Exception):
+    """The generated folder or its plan cannot be used."""
+
+
+class MissingBuild(BuildError, FileNotFoundError):
+    pass
+
+
+class PlanFileError(BuildError, ValueError):
+    pass
+
+
+def default_out(spec_path: Path) -> Path:
+    """Where `railforge build SPEC` writes when no --out is given: `generated/` beside the spec."""
+    return spec_path.parent / GENERATED
+
+
+def locate(cluster: Path, out: Path | None = None) -> Path:
+    """The generated folder of `cluster` (`inventory/<cluster>`, or its cluster.yaml), or `out`; it must hold a
+    plan.json."""
+    if out is not None:
+        folder = out
+    else:
+        base = cluster.parent if cluster.is_file() or cluster.suffix in (".yaml", ".yml") else cluster
+        folder = default_out(base / "cluster.yaml")
+    if not (folder / PLAN).is_file():
+        raise MissingBuild(f"{folder / PLAN} not found: run `railforge build` first (or pass --out)")
+    return folder
+
+
+def read(source: Path) -> Plan:
+    """A plan.json of the schema version this railforge writes; any other file is refused by name."""
+    try:
+        raw_version = orjson.loads(source.read_bytes()).get("schema_version")
+    except (orjson.JSONDecodeError, AttributeError) as exc:
+        raise PlanFileError(f"{source}: not a railforge plan (JSON: {exc})") from None
+    if raw_version != SCHEMA_VERSION:
+        raise PlanFileError(f"{source}: plan schema_version {raw_version!r}; this railforge reads "
+                            f"schema_version {SCHEMA_VERSION}: rebuild it with this version")
+    try:
+        return read_plan(source)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PlanFileError(f"{source}: not a railforge plan ({type(exc).__name__}: {exc})") from None
+
+
+def load(cluster: Path, out: Path | None = None) -> tuple[Plan, Path]:
+    folder = locate(cluster, out)
+    return read(folder / PLAN), folder
+
+
+def config_dir(device: str) -> str:
+    """A switch's folder of configuration files (`configs/<switch>`)."""
+    return f"{CONFIGS}/{device}"
+
+
+def config_file(device: str, name: str) -> str:
+    return f"{CONFIGS}/{device}/{name}"
+
+
+def opensm_file(name: str) -> str:
+    return f"{OPENSM}/{name}"
+
+
+def ztp_file(device: str, name: str) -> str:
+    return f"{ZTP}/{device}/{name}"
