@@ -9,11 +9,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from railforge import outdir
 from railforge.health.decide import Policy
 from railforge.health.receiver import Engine, ReceiverConfig, serve
 from railforge.health.slurm import Scontrol
 from railforge.health.topology import HealthIndex
-from railforge.verify.source import MissingBuild, load_generated_plan
 
 health_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -49,8 +49,8 @@ def serve_cmd(
     err = Console(stderr=True)
     host, port = _listen(listen)
     try:
-        plan, _ = load_generated_plan(cluster, out)
-    except MissingBuild as exc:
+        plan, _ = outdir.load(cluster, out)
+    except outdir.BuildError as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
     cfg = ReceiverConfig(state_dir=state_dir, dry_run=dry_run, max_drain_share=max_drain_share,
