@@ -66,6 +66,7 @@ class Expected:
         self.plan = plan
         self.devices = plan.device_index()
         self.ports = {(d.name, p.name): p for d in plan.devices for p in d.ports}
+        self.cables: dict[str | tuple[str, str], int] = {}
 
     def _leaf(self, link: Link) -> str:
         for end in (link.a, link.b):
@@ -117,13 +118,14 @@ class Expected:
         """A spine's or super-spine's share of its tier's cables: what of the bisection its loss takes."""
         if dev.role not in ("spine", "superspine"):
             return ""
+        if not self.cables:
+            for link in self.plan.links:
+                self.cables[link.tier] = self.cables.get(link.tier, 0) + 1
+                for end in {link.a.device, link.b.device}:
+                    self.cables[(link.tier, end)] = self.cables.get((link.tier, end), 0) + 1
         tier = "leaf-spine" if dev.role == "spine" else "spine-superspine"
-        mine = total = 0
-        for link in self.plan.links:
-            if link.tier == tier:
-                total += 1
-                mine += dev.name in (link.a.device, link.b.device)
-        return f"{mine / total:.4f}" if total else ""
+        total = self.cables.get(tier, 0)
+        return f"{self.cables.get((tier, dev.name), 0) / total:.4f}" if total else ""
 
     def devices_series(self) -> list[Series]:
         out = []
