@@ -27,6 +27,7 @@ from railforge.change.cli import diff
 from railforge.change.guard import Refused, check_growth
 from railforge.entry import KeepUntilExit
 from railforge.growth import growth_note
+from railforge.health.cli import health_app
 from railforge.lab.cli import lab_app
 from railforge.output import Output, OutputError, UnsafePath, describe, no_group_or_other_write
 from railforge.parallel import jobs_for, render_parallel
@@ -48,6 +49,7 @@ app.add_typer(acceptance_app, name="acceptance")
 app.add_typer(sot_app, name="sot")
 app.add_typer(boot_app, name="boot")
 app.add_typer(bmc_app, name="bmc")
+app.add_typer(health_app, name="health")
 app.command(name="ztp")(ztp)
 app.command()(diff)
 err = Console(stderr=True, soft_wrap=True, emoji=False, highlight=False)

@@ -33,6 +33,7 @@ def families() -> list[Family]:
         bom,
         cabling,
         elevations,
+        health,
         host_macs,
         inventory,
         ipplan,
@@ -81,4 +82,6 @@ def families() -> list[Family]:
                host_macs.render),
         Family("opensm", "InfiniBand subnet manager: opensm.conf, root switches and GUID script, partitions, "
                "expected topology", opensm.render),
+        Family("health", "health/: expected fabric state for node-exporter, Prometheus rules, Alertmanager "
+               "routing, file_sd targets", health.render),
     ]

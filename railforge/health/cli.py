@@ -1,0 +1,66 @@
+"""`railforge health`: the remediation receiver for Alertmanager, and the node health check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from railforge import outdir
+from railforge.health.decide import Policy
+from railforge.health.receiver import Engine, ReceiverConfig, serve
+from railforge.health.slurm import Scontrol
+from railforge.health.topology import HealthIndex
+
+health_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+
+
+def _listen(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise typer.BadParameter(f"--listen must be HOST:PORT, not {text!r}")
+    return host, int(port)
+
+
+@health_app.command("serve")
+def serve_cmd(
+    cluster: Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")],
+    out: Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")] = None,
+    listen: Annotated[str, typer.Option(help="HOST:PORT for Alertmanager's webhook (POST /alerts)")]
+    = "127.0.0.1:9777",
+    state_dir: Annotated[Path, typer.Option(help="state.json, actions.log and workorders/ go here")]
+    = Path("health-state"),
+    dry_run: Annotated[bool, typer.Option(help="log what would be drained, resumed and ordered; do nothing")] = False,
+    max_drain_share: Annotated[float, typer.Option(min=0.0, max=1.0, help="most of the cluster's nodes drained "
+                                                   "without a human")] = 0.25,
+    node_check: Annotated[str | None, typer.Option(help="command run before resuming a node ({node} = its name); "
+                                                   "exit 0 = healthy")] = None,
+    scontrol: Annotated[str, typer.Option(help="the scontrol binary")] = "scontrol",
+    leaf_escalation: Annotated[int, typer.Option(min=1, help="nodes with a rail down on one leaf that make a "
+                                                 "leaf action")] = 2,
+    su_escalation: Annotated[int, typer.Option(min=1, help="leaves of one SU in trouble that make an SU action")]
+    = 2,
+    rate: Annotated[float, typer.Option(min=0.1, help="webhooks per second accepted (burst 4x)")] = 5.0,
+) -> None:
+    """Receive Alertmanager webhooks; drain, escalate, write work orders and resume, as the plan says."""
+    err = Console(stderr=True)
+    host, port = _listen(listen)
+    try:
+        plan, _ = outdir.load(cluster, out)
+    except outdir.BuildError as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    cfg = ReceiverConfig(state_dir=state_dir, dry_run=dry_run, max_drain_share=max_drain_share,
+                         node_check=node_check, rate_per_s=rate, burst=max(1, int(rate * 4)),
+                         policy=Policy(leaf_escalation, su_escalation))
+    engine = Engine(HealthIndex.of(plan), cfg, Scontrol(scontrol))
+    try:
+        serve(engine, host, port)
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        err.print(f"[red]error[/red] cannot listen on {escape(listen)}: {escape(str(exc))}")
+        raise typer.Exit(2) from None

@@ -1,0 +1,276 @@
+"""The remediation receiver: Alertmanager's webhook in, Slurm drains, work orders and resumes out.
+
+Stdlib `http.server` (one POST path, no framework needed) around an `Engine` that keeps the firing alerts,
+asks `decide` what they call for and converges Slurm on it: drain what is wanted and not drained, resume
+what railforge drained and no alert wants any more once the node check passes. Every action is one JSON
+line in `actions.log` and on stderr; state (firing alerts, nodes railforge drained) survives a restart in
+`state.json`. Idempotent: a repeated webhook changes nothing. Guard rails: a body size cap and a token
+bucket (HTTP 413 / 429), unknown devices and cables ignored, and a batch of drains that would take the
+drained share of the cluster over `max_drain_share` is held for a human instead of done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from railforge.health.decide import Policy, decide
+from railforge.health.repair import order_path, write_repair_order
+from railforge.health.slurm import Scontrol, SlurmError
+from railforge.health.topology import HealthIndex
+from railforge.health.webhook import MAX_BODY, Alert, Webhook, WebhookError, parse_webhook
+
+OURS = ("railforge:", "railforge-node-health:")  # drains this loop may undo: its own and the node check's
+
+
+@dataclass(slots=True)
+class ReceiverConfig:
+    state_dir: Path
+    dry_run: bool = False
+    max_drain_share: float = 0.25
+    node_check: str | None = None  # shell command template, {node} replaced by the node's name; exit 0 = healthy
+    node_check_timeout: float = 60
+    rate_per_s: float = 5.0
+    burst: int = 20
+    policy: Policy = field(default_factory=Policy)
+
+
+class TokenBucket:
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic):
+        self.rate, self.burst, self.clock = rate, burst, clock
+        self.tokens, self.at = float(burst), clock()
+        self.lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self.lock:
+            now = self.clock()
+            self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+            self.at = now
+            if self.tokens < 1:
+                return False
+            self.tokens -= 1
+            return True
+
+
+class Engine:
+    def __init__(self, idx: HealthIndex, cfg: ReceiverConfig, slurm: Scontrol,
+                 echo: Callable[[str], None] | None = None):
+        self.idx, self.cfg, self.slurm = idx, cfg, slurm
+        self.echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.lock = threading.RLock()
+        self.active: dict[str, Alert] = {}
+        self.drained: dict[str, str] = {}
+        self.held: list[str] = []
+        cfg.state_dir.mkdir(parents=True, exist_ok=True)
+        self._load()
+
+    # ---- state ----------------------------------------------------------------------------------------------
+    @property
+    def state_file(self) -> Path:
+        return self.cfg.state_dir / "state.json"
+
+    def _load(self) -> None:
+        if not self.state_file.is_file():
+            return
+        raw = json.loads(self.state_file.read_text())
+        self.active = {fp: Alert.model_validate(a) for fp, a in raw.get("active", {}).items()}
+        self.drained = dict(raw.get("drained", {}))
+
+    def _save(self) -> None:
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"active": {fp: a.model_dump(mode="json") for fp, a in sorted(self.active.items())},
+                                   "drained": dict(sorted(self.drained.items()))}, indent=1, sort_keys=True))
+        os.replace(tmp, self.state_file)
+
+    def log(self, action: str, **fields: object) -> None:
+        line = json.dumps({"t": round(time.time(), 3), "action": action, "dry_run": self.cfg.dry_run, **fields},
+                          sort_keys=True)
+        with (self.cfg.state_dir / "actions.log").open("a") as fh:
+            fh.write(line + "\n")
+        self.echo(line)
+
+    # ---- input ----------------------------------------------------------------------------------------------
+    def receive(self, hook: Webhook) -> dict:
+        with self.lock:
+            for alert in hook.alerts:
+                if alert.status == "firing":
+                    self.active[alert.fingerprint] = alert
+                else:
+                    self.active.pop(alert.fingerprint, None)
+            self.log("received", status=hook.status, alerts=len(hook.alerts),
+                     names=sorted({a.name for a in hook.alerts}))
+            return self.reconcile()
+
+    # ---- convergence ----------------------------------------------------------------------------------------
+    def reconcile(self) -> dict:
+        with self.lock:
+            d = decide(list(self.active.values()), self.idx, self.cfg.policy)
+            for why in d.ignored:
+                self.log("ignored", why=why)
+            for why in d.escalations:
+                self.log("escalated", why=why)
+            for note in d.notes:
+                self.log("note", why=note)
+            for item in d.work.values():
+                if order_path(self.cfg.state_dir / "workorders", item).exists():
+                    continue
+                if self.cfg.dry_run:
+                    self.log("would-write-work-order", kind=item.kind, subject=item.subject, why=item.why)
+                    continue
+                path = write_repair_order(self.cfg.state_dir / "workorders", self.idx, item)
+                if path is not None:
+                    self.log("work-order", kind=item.kind, subject=item.subject, why=item.why, path=str(path))
+            self._drain(d.drains)
+            self._resume(set(d.drains))
+            self._save()
+            return {"drained": sorted(self.drained), "held": list(self.held), "active": len(self.active)}
+
+    def _drain(self, wanted: dict[str, str]) -> None:
+        new = {n: r for n, r in sorted(wanted.items()) if n not in self.drained}
+        if not new:
+            self.held = []
+            return
+        limit = int(self.cfg.max_drain_share * self.idx.node_count)
+        if len(self.drained) + len(new) > limit:
+            msg = (f"would drain {len(new)} more nodes ({len(self.drained) + len(new)} of {self.idx.node_count}, "
+                   f"over the {self.cfg.max_drain_share:.0%} share): a human must decide")
+            if self.held != sorted(new):
+                self.log("held", why=msg, nodes=sorted(new))
+            self.held = sorted(new)
+            return
+        self.held = []
+        for node, reason in new.items():
+            if self.cfg.dry_run:
+                self.log("would-drain", node=node, reason=reason)
+                self.drained[node] = reason
+                continue
+            try:
+                now = self.slurm.node(node)
+                if not (now.drained and now.reason == reason):
+                    self.slurm.drain(node, reason)
+            except SlurmError as exc:
+                self.log("drain-failed", node=node, reason=reason, error=str(exc))
+                continue
+            self.drained[node] = reason
+            self.log("drain", node=node, reason=reason)
+
+    def _resume(self, wanted: set[str]) -> None:
+        for node in sorted(set(self.drained) - wanted):
+            if not self.cfg.dry_run:
+                try:
+                    now = self.slurm.node(node)
+                except SlurmError as exc:
+                    self.log("resume-failed", node=node, error=str(exc))
+                    continue
+                if now.drained and not now.reason.startswith(OURS):
+                    self.log("left-to-human", node=node, reason=now.reason)
+                    del self.drained[node]
+                    continue
+            ok, detail = self._node_check(node)
+            if not ok:
+                self.log("resume-deferred", node=node, why=f"node check failed: {detail}")
+                continue
+            if self.cfg.dry_run:
+                self.log("would-resume", node=node)
+            else:
+                try:
+                    self.slurm.resume(node)
+                except SlurmError as exc:
+                    self.log("resume-failed", node=node, error=str(exc))
+                    continue
+                self.log("resume", node=node, check=detail)
+            del self.drained[node]
+
+    def _node_check(self, node: str) -> tuple[bool, str]:
+        if not self.cfg.node_check:
+            return True, "no node check configured"
+        cmd = self.cfg.node_check.replace("{node}", shlex.quote(node))
+        try:
+            proc = subprocess.run(cmd, shell=True, capture_output=True, text=True,  # noqa: S602 (operator's template)
+                                  timeout=self.cfg.node_check_timeout)
+        except subprocess.TimeoutExpired:
+            return False, f"timed out after {self.cfg.node_check_timeout:.0f} s"
+        out = (proc.stdout.strip().splitlines() or [""])[0][:200]
+        return proc.returncode == 0, out or f"exit {proc.returncode}"
+
+
+def handler(engine: Engine, bucket: TokenBucket) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "railforge-health"
+
+        def _reply(self, code: int, body: dict) -> None:
+            data = (json.dumps(body, sort_keys=True) + "\n").encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:  # noqa: N802
+            if self.path == "/healthz":
+                self._reply(200, {"ok": True})
+            elif self.path == "/state":
+                with engine.lock:
+                    self._reply(200, {"drained": engine.drained, "held": engine.held, "active": len(engine.active)})
+            else:
+                self._reply(404, {"error": f"no such path {self.path[:100]!r}"})
+
+        def do_POST(self) -> None:  # noqa: N802
+            if self.path != "/alerts":
+                self._reply(404, {"error": f"POST to /alerts, not {self.path[:100]!r}"})
+                return
+            if not bucket.take():
+                engine.log("rate-limited", peer=self.client_address[0])
+                self._reply(429, {"error": "too many webhooks: rate limited"})
+                return
+            try:
+                length = int(self.headers.get("Content-Length", ""))
+            except ValueError:
+                self._reply(411, {"error": "Content-Length required"})
+                return
+            if not 0 <= length <= MAX_BODY:
+                self._reply(413, {"error": f"body of {length} bytes; at most {MAX_BODY} are accepted"})
+                return
+            body = self.rfile.read(length)
+            try:
+                hook = parse_webhook(body, f"webhook from {self.client_address[0]}")
+            except WebhookError as exc:
+                engine.log("rejected", error=str(exc))
+                self._reply(400, {"error": str(exc)})
+                return
+            self._reply(200, engine.receive(hook))
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+    return Handler
+
+
+def serve(engine: Engine, host: str, port: int, reconcile_every: float = 5.0,
+          stop: threading.Event | None = None) -> None:
+    """Serve until `stop` is set (or forever); reconcile every few seconds so deferred resumes are retried."""
+    bucket = TokenBucket(engine.cfg.rate_per_s, engine.cfg.burst)
+    server = ThreadingHTTPServer((host, port), handler(engine, bucket))
+    stop = stop or threading.Event()
+
+    def tick() -> None:
+        while not stop.wait(reconcile_every):
+            if engine.drained:
+                engine.reconcile()
+
+    threading.Thread(target=tick, daemon=True).start()
+    threading.Thread(target=lambda: (stop.wait(), server.shutdown()), daemon=True).start()
+    engine.log("listening", host=host, port=server.server_address[1], nodes=engine.idx.node_count)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    finally:
+        server.server_close()

@@ -1,0 +1,178 @@
+"""Prometheus, Alertmanager and exporters around a running FRR lab, for the live health tests.
+
+Why hand-written: nothing starts these daemons without systemd, and the exporters must run inside the lab's
+network namespaces while Prometheus (root namespace, loopback) scrapes them. The trick is systemd's socket
+activation, which both exporters support (`--web.systemd-socket`): the listening socket is opened here on
+127.0.0.1 and handed to the exporter as fd 3 (LISTEN_FDS=1, LISTEN_PID = its pid) as it enters the namespace
+with `ip netns exec` (which also remounts /sys, so node-exporter sees the namespace's interfaces).
+
+What runs (all stopped by PID in `stop()`):
+  - prometheus-frr-exporter per lab switch, reading that switch's FRR sockets in the lab's run folder;
+  - prometheus-node-exporter per lab host (netclass over netlink, textfile for the node check's findings);
+  - one node-exporter in the root namespace serving the plan's expected.prom (textfile collector only);
+  - prometheus (5 s scrape and rule evaluation) with the generated rules, and prometheus-alertmanager with
+    the generated routing, its webhook pointed at the receiver's URL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TOOLS = ("prometheus", "promtool", "prometheus-alertmanager", "prometheus-frr-exporter", "prometheus-node-exporter")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Stack:
+    workdir: Path
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    targets: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # job -> [(device, port)]
+    prom_port: int = 0
+    am_port: int = 0
+
+    def _log(self, name: str):
+        return (self.workdir / "logs" / f"{name}.log").open("wb")
+
+    def activated(self, name: str, argv: list[str], ns: str | None) -> int:
+        """Start `argv` (an exporter taking --web.systemd-socket) on a loopback socket opened here; its port."""
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+        fd, port = sock.fileno(), sock.getsockname()[1]
+        move = "" if fd == 3 else f"exec 3<&{fd} {fd}<&-; "
+        enter = f"ip netns exec {ns} " if ns else ""
+        script = f'export LISTEN_PID=$$ LISTEN_FDS=1; {move}exec {enter}"$@"'
+        with self._log(name) as log:
+            self.procs[name] = subprocess.Popen(["bash", "-c", script, "bash", *argv, "--web.systemd-socket"],
+                                                pass_fds=(fd,), stdout=log, stderr=subprocess.STDOUT,
+                                                start_new_session=True)
+        sock.close()
+        return port
+
+    def daemon(self, name: str, argv: list[str]) -> None:
+        with self._log(name) as log:
+            self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        end = time.monotonic() + 10
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(0.1, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+
+    # ---- queries ------------------------------------------------------------------------------------------------
+    def _get(self, port: int, path: str) -> dict:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def query(self, expr: str) -> list[dict]:
+        return self._get(self.prom_port, "/api/v1/query?" + urllib.parse.urlencode({"query": expr}))["data"]["result"]
+
+    def prom_alerts(self, state: str = "firing") -> list[dict]:
+        return [a for a in self._get(self.prom_port, "/api/v1/alerts")["data"]["alerts"] if a["state"] == state]
+
+    def am_alerts(self) -> list[dict]:
+        return self._get(self.am_port, "/api/v2/alerts?active=true&silenced=false&inhibited=false")
+
+    def targets_up(self) -> tuple[int, int]:
+        active = self._get(self.prom_port, "/api/v1/targets")["data"]["activeTargets"]
+        return sum(t["health"] == "up" for t in active), len(active)
+
+
+def start(workdir: Path, switches: dict[str, Path], hosts: dict[str, str], expected_prom: str, rules: str,
+          alertmanager_yml: str, scrape_s: int = 5) -> Stack:
+    """`switches`: device -> its FRR socket folder; `hosts`: device -> its namespace. Returns when every target
+    is up (or raises with the logs' tails)."""
+    for sub in ("logs", "textfile/expected", "tsdb", "am"):
+        (workdir / sub).mkdir(parents=True, exist_ok=True)
+    (workdir / "textfile/expected/expected.prom").write_text(expected_prom)
+    (workdir / "rules.yml").write_text(rules)
+    stack = Stack(workdir)
+    try:
+        frr = [(dev, stack.activated(f"frr-{dev}", ["prometheus-frr-exporter", f"--frr.socket.dir-path={path}",
+                                                    "--no-collector.ospf"], None))
+               for dev, path in sorted(switches.items())]
+        node = []
+        for dev, ns in sorted(hosts.items()):
+            (workdir / "textfile" / dev).mkdir(parents=True, exist_ok=True)
+            node.append((dev, stack.activated(f"node-{dev}", [
+                "prometheus-node-exporter", "--collector.disable-defaults", "--collector.netclass",
+                "--collector.netclass.netlink", "--collector.textfile",
+                f"--collector.textfile.directory={workdir / 'textfile' / dev}"], ns)))
+        expected = stack.activated("expected", [
+            "prometheus-node-exporter", "--collector.disable-defaults", "--collector.textfile",
+            f"--collector.textfile.directory={workdir / 'textfile/expected'}"], None)
+        stack.targets = {"frr": frr, "node": node}
+        stack.am_port, stack.prom_port = free_port(), free_port()
+        (workdir / "alertmanager.yml").write_text(alertmanager_yml)
+        stack.daemon("alertmanager", ["prometheus-alertmanager", f"--config.file={workdir / 'alertmanager.yml'}",
+                                      f"--storage.path={workdir / 'am'}", "--cluster.listen-address=",
+                                      f"--web.listen-address=127.0.0.1:{stack.am_port}"])
+
+        def static(job: str) -> list[dict]:
+            return [{"targets": [f"127.0.0.1:{port}"], "labels": {"device": dev}} for dev, port in stack.targets[job]]
+
+        config = {
+            "global": {"scrape_interval": f"{scrape_s}s", "evaluation_interval": f"{scrape_s}s",
+                       "scrape_timeout": f"{max(1, scrape_s - 1)}s"},
+            "rule_files": [str(workdir / "rules.yml")],
+            "alerting": {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{stack.am_port}"]}]}]},
+            "scrape_configs": [
+                {"job_name": "railforge-expected", "honor_labels": True,
+                 "static_configs": [{"targets": [f"127.0.0.1:{expected}"]}]},
+                {"job_name": "frr", "static_configs": static("frr")},
+                {"job_name": "node", "static_configs": static("node")},
+            ],
+        }
+        (workdir / "prometheus.yml").write_text(json.dumps(config, indent=1))
+        check = subprocess.run(["promtool", "check", "config", str(workdir / "prometheus.yml")], capture_output=True,
+                               text=True)
+        if check.returncode != 0:
+            raise RuntimeError(f"promtool check config: {check.stdout}{check.stderr}")
+        stack.daemon("prometheus", ["prometheus", f"--config.file={workdir / 'prometheus.yml'}",
+                                    f"--storage.tsdb.path={workdir / 'tsdb'}",
+                                    f"--web.listen-address=127.0.0.1:{stack.prom_port}",
+                                    "--storage.tsdb.retention.time=2h", "--rules.alert.resend-delay=1s"])
+        want = len(frr) + len(node) + 1
+        deadline = time.monotonic() + 90
+        while True:
+            with contextlib.suppress(OSError, KeyError, ValueError):
+                up, total = stack.targets_up()
+                if up == total == want:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError("targets not up in 90 s:\n" + tails(workdir))
+            time.sleep(1)
+        return stack
+    except BaseException:
+        stack.stop()
+        raise
+
+
+def tails(workdir: Path, lines: int = 8) -> str:
+    out = []
+    for log in sorted((workdir / "logs").glob("*.log")):
+        text = log.read_text(errors="replace").splitlines()[-lines:]
+        out.append(f"== {log.name}\n" + "\n".join(text))
+    return "\n".join(out)
