@@ -9,7 +9,7 @@ import requests
 
 from railforge.render.netbox import slug
 from railforge.sot.desired import Desired
-from railforge.sot.sync import Client, PushResult, SotError, State, device_differs, planned_ends
+from railforge.sot.sync import Client, PushResult, SotError, State
 
 
 class NetBox(Client):
@@ -141,16 +141,6 @@ class NetBox(Client):
         if i.parent:
             body["parent"] = st.interfaces[(i.device, i.parent)].id
         return body
-
-    def _apply_updates(self, want: Desired, st: State, result: PushResult) -> None:
-        patches = [{"id": st.devices[d.name].id, "rack": st.racks[d.rack].id, "position": d.position}
-                   for d in want.devices if d.name in st.devices and device_differs(d, st.devices[d.name])]
-        self._update(self.api.dcim.devices, "devices", patches, result)
-        stale = [st.cables.pop(c.label) for c in want.cables
-                 if c.label in st.cables and st.cable_ends(st.cables[c.label]) != planned_ends(c)]
-        if stale:
-            self.api.dcim.cables.delete(stale)
-            self._apply(want, st, result, apply_changes=False)
 
 
 

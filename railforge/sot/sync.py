@@ -51,8 +51,8 @@ def owner_tag(cluster: str) -> str:
 
 class Client:
     """One source-of-truth instance, one cluster: the owner tag scopes every read and marks every write.
-    Adapters set `api`, `product` and `RequestError`, and implement check, has_site, read_state, _ensure_tag,
-    _apply and _apply_updates."""
+    Adapters set `api`, `product` and `RequestError`, and implement check, has_site, read_state, _ensure_tag
+    and _apply."""
 
     product = "source of truth"
     RequestError: type = Exception
@@ -139,6 +139,18 @@ class Client:
             return [Change("missing", "site", want.site, "not in NetBox: run `railforge sot push`")]
         changes = compare(want, self.read_state(want))
         return [Change("missing", c.cls, c.key, c.detail) if c.kind == "create" else c for c in changes]
+
+    def _apply_updates(self, want: Desired, st: State, result: PushResult) -> None:
+        """Owned objects back to the plan: devices moved back to their rack and U, re-terminated cables
+        deleted and made again as planned."""
+        patches = [{"id": st.devices[d.name].id, "rack": st.racks[d.rack].id, "position": d.position}
+                   for d in want.devices if d.name in st.devices and device_differs(d, st.devices[d.name])]
+        self._update(self.api.dcim.devices, "devices", patches, result)
+        stale = [st.cables.pop(c.label) for c in want.cables
+                 if c.label in st.cables and st.cable_ends(st.cables[c.label]) != planned_ends(c)]
+        if stale:
+            self.api.dcim.cables.delete(stale)
+            self._apply(want, st, result, apply_changes=False)
 
     def _api_error(self, e: Exception) -> str:
         status = getattr(getattr(e, "req", None), "status_code", "?")
