@@ -34,7 +34,10 @@ def installed(tmp_path_factory):
     version = yaml.safe_load((ROOT / "galaxy.yml").read_text())["version"]
     _run(["ansible-galaxy", "collection", "build", "--output-path", str(tmp / "dist"), "--force"], ROOT)
     tarball = tmp / "dist" / f"railforge-cluster-{version}.tar.gz"
-    _run(["ansible-galaxy", "collection", "install", str(tarball), "-p", str(tmp / "collections")], tmp)
+    # --force and a path of its own: a railforge.cluster already in ~/.ansible or beside a checkout's ansible.cfg
+    # must not make the install a no-op
+    _run(["ansible-galaxy", "collection", "install", "--force", str(tarball), "-p", str(tmp / "collections")], tmp,
+         {"ANSIBLE_COLLECTIONS_PATH": str(tmp / "collections")})
     inv = tmp / "inv"
     inv.mkdir()
     (inv / "cluster.yaml").write_text((ROOT / "tests" / "specs" / "tiny-roce.yaml").read_text())
