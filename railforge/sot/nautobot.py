@@ -86,11 +86,9 @@ class Nautobot(Client):
         st.roles = {r.name: r for r in self._all(api.extras.roles) if r.name in want.roles}
         models = {t.model for t in want.device_types}
         st.device_types = {r.model: r for r in self._all(api.dcim.device_types) if r.model in models}
-        devices = self._all(api.dcim.devices, tags=self.tag)
+        # device names are unique per location only: every railforge cluster has an su001-gpu01
+        devices = self._all(api.dcim.devices, location=site.id) if site is not None else []
         names = {d.name for d in want.devices}
-        foreign = sorted(names - {d.name for d in devices})
-        for i in range(0, len(foreign), 100):
-            devices += self._all(api.dcim.devices, name=foreign[i:i + 100])
         st.devices = {r.name: r for r in devices if r.name in names}
         device_name = {r.id: r.name for r in devices}
         racks = self._all(api.dcim.racks, location=site.id) if site is not None else []

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import pynetbox
 import requests
 
@@ -45,7 +43,9 @@ class NetBox(Client):
         st.device_types = {r.model: r for r in nb._all(api.dcim.device_types) if r.model in models}
         st.rir = api.ipam.rirs.get(slug=nb.tag)
         wanted_devices = {d.name for d in want.devices}
-        st.devices = {r.name: r for r in _by_names(nb, api.dcim.devices, wanted_devices)}
+        # device names are unique per site only: every railforge cluster has an su001-gpu01
+        st.devices = ({r.name: r for r in nb._all(api.dcim.devices, site_id=site.id) if r.name in wanted_devices}
+                      if site is not None else {})
         st.prefixes = {r.prefix: r for r in nb._all(api.ipam.prefixes, tag=nb.tag)}
         st.asns = {r.asn: r for r in nb._all(api.ipam.asns, tag=nb.tag)}
         st.vlans = {r.vid: r for r in nb._all(api.ipam.vlans, tag=nb.tag)}
@@ -142,15 +142,6 @@ class NetBox(Client):
             body["parent"] = st.interfaces[(i.device, i.parent)].id
         return body
 
-
-
-def _by_names(nb: NetBox, endpoint, names: set[str]) -> Iterable:
-    """Devices by name, whatever site they are in (a device moved to another site is drift, not a new one)."""
-    found = []
-    ordered = sorted(names)
-    for i in range(0, len(ordered), 100):
-        found.extend(nb._all(endpoint, name=ordered[i:i + 100]))
-    return found
 
 
 def _cable_ends(rec) -> tuple:
