@@ -17,6 +17,8 @@ OPENSM = f"{CONFIGS}/opensm"
 ZTP = "ztp"
 KEA = f"{ZTP}/kea-dhcp4.conf"
 SWITCH_MACS = "switch-macs.csv"
+ACCEPTANCE = "acceptance"
+ACCEPTANCE_PLAN = "plan.json"  # inside the acceptance folder
 
 
 class BuildError(Exception):

@@ -137,7 +137,7 @@ def analyze(
     ends, and write the work order. Exit 0 when everything passed, 1 when anything is slow, failed or suspect."""
     plan, folder = load(cluster, out, None)
     try:
-        doc = read_acceptance_plan((acceptance or folder / "acceptance") / "plan.json")
+        doc = read_acceptance_plan((acceptance or folder / outdir.ACCEPTANCE) / outdir.ACCEPTANCE_PLAN)
         if doc.cluster != plan.cluster.name:
             raise ReadError(f"the acceptance plan is for {doc.cluster}, the build is {plan.cluster.name}")
         res = Reader(doc, min_gbps).read(results)
@@ -204,7 +204,7 @@ def lab_run(
 ) -> None:
     """Run every round of the acceptance plan on the lab's hosts, iperf3 standing in for ib_write_bw (root)."""
     plan, folder = load(cluster, out, lab)
-    path = (acceptance or folder / "acceptance") / "plan.json"
+    path = (acceptance or folder / outdir.ACCEPTANCE) / outdir.ACCEPTANCE_PLAN
     try:
         read_acceptance_plan(path)
         doc = orjson.loads(path.read_bytes())

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jinja2
 
+from railforge import outdir
 from railforge.acceptance.document import AcceptancePlan, dumps
 
 TEMPLATES = jinja2.Environment(
@@ -33,7 +34,7 @@ def files(ap: AcceptancePlan) -> dict[str, bytes]:
     d = doc["durations"]
     flows = doc["routing"]["flows_per_pair"]
     gid = f" -x {ROCE_GID_INDEX}" if doc["fabric"] != "infiniband" else ""
-    out: dict[str, bytes] = {"plan.json": dumps(doc)}
+    out: dict[str, bytes] = {outdir.ACCEPTANCE_PLAN: dumps(doc)}
     t = TEMPLATES
     out["jobs/pair.sh"] = t.get_template("pair.sh.j2").render(
         cluster=cluster, flows=flows, pair_s=d["pair_s"], port=PERFTEST_PORT, gid=gid).encode()
