@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-import requests
 import yaml
 
 from tests.conftest import ROOT, require_tool
@@ -72,58 +71,6 @@ def writes(proc) -> int:
     m = re.search(r"wrote (\d+) objects", proc.stdout)
     assert m, proc.stdout + proc.stderr
     return int(m.group(1))
-
-
-def _import_csv(session: requests.Session, url: str, path: str, text: str) -> list[str]:
-    """POST one CSV to NetBox's bulk-import view (as a person pastes it); the error texts it shows, if any."""
-    page = session.get(f"{url}/{path}/import/")
-    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-    resp = session.post(f"{url}/{path}/import/", data={"csrfmiddlewaretoken": csrf, "data": text,
-                                                        "format": "csv", "csv_delimiter": ","},
-                        headers={"Referer": f"{url}/{path}/import/"})
-    errors = re.findall(r'class="[^"]*(?:errorlist|alert-danger|invalid-feedback)[^"]*"[^>]*>(.*?)</', resp.text,
-                        re.S)
-    return [re.sub(r"<[^>]+>", "", e).strip() for e in errors if e.strip()] + (
-        [f"HTTP {resp.status_code}"] if resp.status_code >= 400 else [])
-
-
-def test_csv_import_files_load_with_zero_errors(netbox, tmp_path):
-    """First in the module: NetBox's CSV forms name a device by its name alone, which another cluster's pushed
-    su001-gpu01 would make ambiguous (a limit of the import format, not of the API push)."""
-    from tests.helpers.sot_servers import ADMIN, PASSWORD
-
-    out = build(tmp_path, (ROOT / "inventory" / "roce-a800-4nic" / "cluster.yaml").read_text(), "a800")
-    session = requests.Session()
-    login = session.get(f"{netbox.url}/login/")
-    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', login.text).group(1)
-    session.post(f"{netbox.url}/login/", data={"csrfmiddlewaretoken": csrf, "username": ADMIN,
-                                                "password": PASSWORD}, headers={"Referer": f"{netbox.url}/login/"})
-    views = {"01-sites.csv": "dcim/sites", "02-manufacturers.csv": "dcim/manufacturers",
-             "03-device-roles.csv": "dcim/device-roles", "04-device-types.csv": "dcim/device-types",
-             "05-racks.csv": "dcim/racks", "06-devices.csv": "dcim/devices", "07-interfaces.csv": "dcim/interfaces",
-             "08-cables.csv": "dcim/cables", "09-ip-addresses.csv": "ipam/ip-addresses"}
-    nb = api(netbox)
-    existing = {m.name for m in nb.dcim.manufacturers.all()}
-    existing_roles = {r.name for r in nb.dcim.device_roles.all()}
-    existing_types = {t.model for t in nb.dcim.device_types.all()}
-    for name, view in views.items():
-        text = (out / "netbox" / name).read_text()
-        lines = text.splitlines()
-        if name == "02-manufacturers.csv":  # shared with the tiny cluster pushed before
-            lines = [lines[0], *[x for x in lines[1:] if x.split(",")[0] not in existing]]
-        if name == "03-device-roles.csv":
-            lines = [lines[0], *[x for x in lines[1:] if x.split(",")[0] not in existing_roles]]
-        if name == "04-device-types.csv":
-            lines = [lines[0], *[x for x in lines[1:] if x.split(",")[1] not in existing_types]]
-        if len(lines) == 1:
-            continue
-        assert _import_csv(session, netbox.url, view, "\n".join(lines)) == [], name
-    site = nb.dcim.sites.get(name="roce-a800-4nic")
-    assert site is not None
-    plan_links = (out / "cabling.csv").read_text().count("\n") - 1
-    assert nb.dcim.cables.count(site_id=site.id) == plan_links
-    a800 = nb.dcim.device_types.get(model="HGX-A800")
-    assert a800.u_height == 6
 
 
 def test_first_push_holds_every_planned_object(netbox, token_file, plans):
