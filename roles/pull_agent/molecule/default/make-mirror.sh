@@ -7,7 +7,9 @@ root=$1 python=$2 dest=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/src" "$work/mirror/git" "$work/mirror/http/reports"
-cp -r "$root/ansible.cfg" "$root/playbooks" "$root/roles" "$work/src/"
+# site.yml names its roles railforge.cluster.*: the collection layout (.collections, plugins, meta) resolves them
+cp -r "$root/ansible.cfg" "$root/galaxy.yml" "$root/playbooks" "$root/roles" "$root/plugins" "$root/meta" \
+  "$root/.collections" "$work/src/"
 git -C "$work/src" init -q -b main
 git -C "$work/src" add -A
 git -C "$work/src" -c user.name=railforge -c user.email=railforge@localhost commit -qm mirror
