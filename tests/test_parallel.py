@@ -33,13 +33,25 @@ def _writer(name: str):
     return render
 
 
-def _children_of(pid: int) -> list[str]:
+def _all_children_of(pid: int) -> set[str]:
     tasks = Path(f"/proc/{pid}/task")
-    return [c for t in tasks.iterdir() for c in (t / "children").read_text().split()]
+    return {c for t in tasks.iterdir() for c in (t / "children").read_text().split()}
+
+
+@pytest.fixture(autouse=True)
+def _earlier_children():
+    """Children this process had before the test (servers of session fixtures of other test modules, alive
+    until the session ends): not the render workers this module checks for."""
+    return _all_children_of(os.getpid())
+
+
+def _children_of(pid: int, before: set[str] | None = None) -> list[str]:
+    return sorted(_all_children_of(pid) - (before or set()))
 
 
 @pytest.mark.parametrize("workers", [2, 3])
-def test_parent_and_children_render_and_every_file_is_reported(plan: Plan, tmp_path: Path, workers: int) -> None:
+def test_parent_and_children_render_and_every_file_is_reported(plan: Plan, tmp_path: Path, workers: int,
+                                                               _earlier_children: set[str]) -> None:
     def slow(name: str):
         def render(plan: Plan, out: Output) -> None:
             time.sleep(0.5)
@@ -54,7 +66,7 @@ def test_parent_and_children_render_and_every_file_is_reported(plan: Plan, tmp_p
     assert out.written == [f"f{i}.txt" for i in range(4)]  # in job order, whoever wrote them
     pids = {(tmp_path / "out" / f"f{i}.txt").read_text().split()[1] for i in range(4)}
     assert str(os.getpid()) in pids and 2 <= len(pids) <= workers, pids
-    assert _children_of(os.getpid()) == []
+    assert _children_of(os.getpid(), _earlier_children) == []
 
 
 def _unpicklable() -> Exception:
@@ -73,7 +85,8 @@ def _sigkill() -> None:
     (_unpicklable, WorkerFailed, "Local: disk on fire"),
     (_sigkill, WorkerFailed, "killed by signal 9"),
 ], ids=["exception", "unpicklable-exception", "sigkill"])
-def test_a_childs_failure_is_raised_in_the_parent(plan: Plan, tmp_path: Path, failure, raised, message) -> None:
+def test_a_childs_failure_is_raised_in_the_parent(plan: Plan, tmp_path: Path, failure, raised, message,
+                                                  _earlier_children: set[str]) -> None:
     parent = os.getpid()
 
     def fails_in_child(plan: Plan, out: Output) -> None:
@@ -86,10 +99,10 @@ def test_a_childs_failure_is_raised_in_the_parent(plan: Plan, tmp_path: Path, fa
     with pytest.raises(raised, match=message):
         render_parallel(plan, fams, out, 2)
     out.abort()
-    assert _children_of(parent) == []
+    assert _children_of(parent, _earlier_children) == []
 
 
-def test_a_parent_failure_kills_the_children(plan: Plan, tmp_path: Path) -> None:
+def test_a_parent_failure_kills_the_children(plan: Plan, tmp_path: Path, _earlier_children: set[str]) -> None:
     parent = os.getpid()
 
     def render(plan: Plan, out: Output) -> None:
@@ -105,7 +118,7 @@ def test_a_parent_failure_kills_the_children(plan: Plan, tmp_path: Path) -> None
         render_parallel(plan, fams, out, 2)
     out.abort()
     assert time.monotonic() - start < 30
-    assert _children_of(parent) == []
+    assert _children_of(parent, _earlier_children) == []
 
 
 def test_jobs_start_with_the_heaviest_and_shard_shardable_families() -> None:
