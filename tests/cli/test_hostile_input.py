@@ -356,7 +356,12 @@ def test_real_full_disk_and_read_only_mount(tmp_path: Path) -> None:
     assert "Traceback" not in full_err + (tmp_path / "ro.err").read_text()
 
 
-READY = "import os, sys; from railforge.entry import main; os.write(1, b'r'); main()"
+# 'r' is written once main() has installed its SIGINT handler: a signal between the script's own write and
+# main's first line would be the probe's KeyboardInterrupt, not railforge's (seen once in CI with delay 0).
+READY = ("import os, signal\nfrom railforge import entry\nreal = signal.signal\n"
+         "def ready(signum, handler):\n    previous = real(signum, handler)\n"
+         "    if handler is entry._on_sigint:\n        os.write(1, b'r')\n    return previous\n"
+         "signal.signal = ready\nentry.main()")
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.1, 0.3])
