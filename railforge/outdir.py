@@ -19,6 +19,7 @@ KEA = f"{ZTP}/kea-dhcp4.conf"
 SWITCH_MACS = "switch-macs.csv"
 ACCEPTANCE = "acceptance"
 ACCEPTANCE_PLAN = "plan.json"  # inside the acceptance folder
+GRAFANA = "grafana"
 
 
 class BuildError(Exception):
@@ -80,3 +81,8 @@ def opensm_file(name: str) -> str:
 
 def ztp_file(device: str, name: str) -> str:
     return f"{ZTP}/{device}/{name}"
+
+
+def grafana_dashboard(name: str) -> str:
+    """A Grafana dashboard's JSON file (`grafana/<name>.json`)."""
+    return f"{GRAFANA}/{name}.json"

@@ -29,10 +29,12 @@ class Family:
 
 
 def families() -> list[Family]:
+    from railforge import outdir
     from railforge.render import (
         bom,
         cabling,
         elevations,
+        grafana,
         health,
         host_macs,
         inventory,
@@ -84,4 +86,6 @@ def families() -> list[Family]:
                "expected topology", opensm.render),
         Family("health", "health/: expected fabric state for node-exporter, Prometheus rules, Alertmanager "
                "routing, file_sd targets", health.render),
+        Family("grafana", "grafana/*.json: fabric overview and SU/rail dashboards over the health rules",
+               grafana.render, owns=(outdir.GRAFANA,)),
     ]

@@ -85,7 +85,8 @@ def _spellings(path: Path) -> list[str]:
             text = node.value
         elif isinstance(node, ast.JoinedStr):
             text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
-        if text is not None and (text == "plan.json" or text.startswith(("configs/", "ztp/", "generated/"))):
+        prefixes = ("configs/", "ztp/", "generated/", "grafana/")
+        if text is not None and (text == "plan.json" or text.startswith(prefixes)):
             found.append(f"{node.lineno}: {text!r}")
         if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant)
                 and node.right.value in (outdir.GENERATED, outdir.CONFIGS, outdir.ZTP, outdir.PLAN)):
