@@ -86,6 +86,6 @@ def families() -> list[Family]:
                "expected topology", opensm.render),
         Family("health", "health/: expected fabric state for node-exporter, Prometheus rules, Alertmanager "
                "routing, file_sd targets", health.render),
-        Family("grafana", "grafana/*.json: fabric overview and SU/rail dashboards over the health rules",
+        Family("grafana", "Grafana dashboard JSON: fabric overview and SU/rail dashboards over the health rules",
                grafana.render, owns=(outdir.GRAFANA,)),
     ]
