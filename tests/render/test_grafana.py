@@ -158,6 +158,7 @@ def test_the_json_does_not_grow_with_the_cluster(plan: Plan, boards: dict[str, d
         large = json.loads(encode(board).replace(big.cluster.name, NAME).replace(uid(big.cluster.name, name),
                                                                                    uid(NAME, name)))
         assert large["panels"] == small["panels"], name
+        assert schema_errors(large) == [], name
         assert len(large["templating"]["list"]) == len(small["templating"]["list"])
 
 
