@@ -27,6 +27,7 @@ from railforge.lab.daemons import vtysh
 from railforge.lab.scope import lab_topology
 from railforge.lab.state import load_state, run_dir
 from railforge.planio import read_plan
+from railforge.render import grafana
 from railforge.render.health import Expected, alertmanager_text, rules_text
 from tests.conftest import ROOT, require_tool, run_cli
 from tests.helpers import prom_stack
@@ -139,6 +140,31 @@ def test_every_planned_session_is_seen_established(stack, lab) -> None:
     carriers = stack.query('railforge:expected_link{role="node"} and on(device, port) '
                            'label_replace(node_network_carrier == 1, "port", "$1", "exported_device", "(.+)")')
     assert len(carriers) == sum(len(h.rails) for h in topo.hosts)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_dashboard_queries_read_the_live_exporters(stack, lab) -> None:
+    """The Grafana panels' own queries (variables as Grafana sets them for SU 1, all rails) against the live
+    exporters: established = planned, one link-error series per host rail under node-exporter 1.5.0's real netdev
+    names, and no PFC series (no exporter in the lab, as the panel says)."""
+    _, plan, topo, _ = lab
+    query = {(p["title"], t["refId"]): t["expr"].replace("$su", "1").replace("$rail", ".*")
+             .replace("$__rate_interval", "1m")
+             for board in grafana.dashboards(plan).values() for p in json.loads(grafana.encode(board))["panels"]
+             for t in p.get("targets", [])}
+
+    def values(title: str, ref: str = "A") -> dict[str, float]:
+        return {json.dumps(r["metric"], sort_keys=True): float(r["value"][1]) for r in stack.query(query[title, ref])}
+
+    ends = 2 * len(topo.fabric_links())
+    assert values("Sessions established / planned", "B") == values("Sessions established / planned") == {"{}": ends}
+    assert values("Sessions established / planned, by tier", "A") == values("Sessions established / planned, by tier",
+                                                                             "B") == {'{"tier": "leaf-spine"}': ends}
+    errors, took = wait_for(lambda: values("Link errors per cable end"), 60, "link-error series")
+    rails = {(h.name, r.ifname) for h in topo.hosts for r in h.rails}
+    assert {(json.loads(k)["device"], json.loads(k)["port"]) for k in errors} == rails and set(errors.values()) == {0}
+    assert values(f"PFC pause frames, priority {plan.qos.lossless_priority}") == {}
 
 
 @pytest.mark.root
