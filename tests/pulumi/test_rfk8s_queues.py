@@ -11,6 +11,7 @@ from math import gcd
 
 import jsonschema
 import pytest
+import rfk8s_cel as cel
 import rfk8s_plans as plans
 import rfk8s_scheduling_checks as checks
 import rfk8s_validate as v
@@ -138,6 +139,24 @@ def test_broken_object_is_rejected(good, kind, path, value, message):
     v.validate_object(good[kind])
     with pytest.raises(jsonschema.ValidationError, match=message):
         v.validate_object(_set(good[kind], path, value))
+
+
+CEL_BROKEN = [
+    ("spec.resourceGroups.0.coveredResources", ["nvidia.com/gpu", "cpu"], "size\\(x.resources\\) =="),
+    ("spec.resourceGroups.0.flavors.0.resources.0.borrowingLimit", 8, "borrowingLimit must be nil"),
+    ("spec.preemption.borrowWithinCohort", {"policy": "LowerPriority"}, "reclaimWithinCohort"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "message"), CEL_BROKEN, ids=[b[0].rsplit(".")[-1] for b in CEL_BROKEN])
+def test_cluster_queue_breaking_a_cel_rule_is_rejected(good, path, value, message):
+    """Kueue's CEL rules (x-kubernetes-validations), which the API server evaluates and jsonschema cannot."""
+    schema = v.crd_schemas()[("kueue.x-k8s.io/v1beta2", "ClusterQueue")]
+    assert cel.check_cel_rules(schema, good[CLUSTER_QUEUE]) >= 2
+    broken = _set(good[CLUSTER_QUEUE], path, value)
+    jsonschema.Draft7Validator(schema).validate(broken)
+    with pytest.raises(cel.CelRuleFailed, match=message):
+        v.validate_object(broken)
 
 
 # ---- priority levels = the Slurm QOS ------------------------------------------------------------------
