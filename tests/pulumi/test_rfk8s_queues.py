@@ -370,3 +370,21 @@ def test_weights_keep_the_gpu_ratio_or_refuse(nodes, per_node):
     assert [q.gpus for q in queues] == [n * per_node for n in nodes]
     assert all(1 <= q.weight <= VOLCANO_MAX_WEIGHT for q in queues)
     assert all(q.weight * queues[0].gpus == queues[0].weight * q.gpus for q in queues)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sets(st.integers(min_value=0, max_value=5)), min_size=6, max_size=6))
+def test_any_qos_preemption_is_translated_faithfully_or_refused(preempted):
+    """Whatever a plan's QOS preempts: each level maps to all-lower or none, else a PlanError names the level."""
+    names = list(DEFAULT_QOS)
+    qos = tuple(QosLevel(n, tuple(names[j] for j in sorted(preempted[i]) if j > i)) for i, n in enumerate(names))
+    try:
+        levels = priority_levels(qos)
+    except PlanError as exc:
+        bad = next(q for i, q in enumerate(qos) if q.preempts not in ((), tuple(names[i + 1:])))
+        assert f"{bad.name!r} preempts" in str(exc)
+        return
+    for i, (level, q) in enumerate(zip(levels, qos, strict=True)):
+        assert level.preemption_policy == ("PreemptLowerPriority" if q.preempts else "Never")
+        assert q.preempts in ((), tuple(names[i + 1:]))
+    assert [lv.value for lv in levels] == sorted((lv.value for lv in levels), reverse=True)
