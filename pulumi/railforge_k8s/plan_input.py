@@ -131,14 +131,10 @@ def _node(device: dict, rails: tuple[Rail, ...]) -> NodeTopology:
 
 def _tenants(data: dict, nodes: tuple[NodeTopology, ...]) -> tuple[TenantInput, ...]:
     gpu_nodes = {n.name for n in nodes}
-    tenants = []
-    for i, tenant in enumerate(data.get("tenants", [])):
-        members = tuple(m for m in tenant.get("members", []) if m in gpu_nodes)
-        if not members:
-            raise PlanError(f"plan.json tenants[{i}] ({tenant.get('name')!r}) has no GPU nodes: "
-                            "its queues would have no quota")
-        tenants.append(TenantInput(name=str(tenant["name"]), nodes=members))
-    return tuple(tenants)
+    return tuple(
+        TenantInput(name=str(t["name"]), nodes=tuple(m for m in t.get("members", []) if m in gpu_nodes))
+        for t in data.get("tenants", [])
+    )
 
 
 def _qos(data: dict) -> tuple[QosLevel, ...]:

@@ -49,6 +49,10 @@ def tenant_queues(
                         f"(tenants: {[t.name for t in tenants]})")
     if gpus_per_node < 1 and tenants:
         raise PlanError(f"plan.json cluster.gpus_per_node is {gpus_per_node}: tenants would get no GPU quota")
+    empty = [t.name for t in tenants if not t.nodes]
+    if empty:
+        raise PlanError(f"tenants {empty} have no GPU nodes in plan.json, so their queues would have no quota; "
+                        "give them GPU nodes or set tenantQueues: false")
     gpus = [len(t.nodes) * gpus_per_node for t in tenants]
     divisor = reduce(gcd, gpus, 0) or 1
     queues = []

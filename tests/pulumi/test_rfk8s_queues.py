@@ -349,6 +349,18 @@ def test_bad_tenant_namespaces_are_refused(namespaces, message):
         tenant_queues(tenants, 8, namespaces)
 
 
+def test_tenant_without_gpu_nodes_is_refused_only_when_queues_are_built(deployed, tmp_path):
+    plan, _ = deployed("slurm-lab")
+    plan = copy.deepcopy(plan)
+    plan["tenants"][0]["members"] = ["mgmt01"]
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    with pytest.raises(PlanError, match=r"tenants \['research'\] have no GPU nodes.*tenantQueues: false"):
+        run_program({"plan": str(path), "rdmaMode": "ipoib"})
+    rec = run_program({"plan": str(path), "rdmaMode": "ipoib", "tenantQueues": False})
+    assert not rec.of_type(QUEUE) and len(rec.of_type(WPC)) == 6
+
+
 @pytest.mark.parametrize("value", ["research", ["a"], {"research": 3}])
 def test_tenant_namespaces_config_type(value):
     with pytest.raises(ConfigError, match="tenantNamespaces: expected a map"):
