@@ -28,6 +28,10 @@ from .volcano_config import GPU_RESOURCE
 
 VOLCANO_MAX_WEIGHT = 65535
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+# Queues the Volcano v1.15.1 scheduler creates itself (pkg/scheduler/cache/cache.go: "root", defaultQueue).
+VOLCANO_OWN_QUEUES = frozenset({"root", "default"})
+# Namespaces every cluster has; the stack creates each tenant's namespace, so it cannot be one of them.
+SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +44,12 @@ class TenantQueue:
 
 
 def tenant_queues(
-    tenants: tuple[TenantInput, ...], gpus_per_node: int, namespaces: dict[str, str] | None = None
+    tenants: tuple[TenantInput, ...],
+    gpus_per_node: int,
+    namespaces: dict[str, str] | None = None,
+    taken_namespaces: frozenset[str] = frozenset(),
 ) -> list[TenantQueue]:
+    """`taken_namespaces`: namespaces the rest of the stack creates or uses, which a tenant's cannot be."""
     namespaces = dict(namespaces or {})
     unknown = sorted(set(namespaces) - {t.name for t in tenants})
     if unknown:
@@ -66,6 +74,11 @@ def tenant_queues(
         if not _is_dns_label(namespace):
             raise PlanError(f"tenantNamespaces.{tenant.name}: {namespace!r} is not a namespace name "
                             "(lower-case letters, digits and '-', at most 63)")
+        if name in VOLCANO_OWN_QUEUES:
+            raise PlanError(f"tenant {tenant.name!r}: Volcano creates a queue {name!r} itself; rename the tenant")
+        if namespace in SYSTEM_NAMESPACES | taken_namespaces:
+            raise PlanError(f"tenant {tenant.name!r}: namespace {namespace!r} already exists or belongs to the stack; "
+                            f"set tenantNamespaces.{tenant.name} to a namespace of its own")
         queues.append(TenantQueue(tenant.name, name, namespace, count, weight))
     for what, key in (("queue", "name"), ("namespace", "namespace")):
         seen: dict[str, str] = {}

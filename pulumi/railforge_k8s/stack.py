@@ -95,7 +95,9 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
             "volcano-scheduler", VolcanoSchedulerConfigArgs(config.volcano_namespace)
         )
     if config.tenant_queues and (config.volcano or config.kueue) and plan.tenants:
-        queues = tenant_queues(plan.tenants, plan.gpus_per_node, config.tenant_namespaces)
+        taken = frozenset({config.network_operator_namespace, config.gpu_operator_namespace,
+                           config.workload_namespace, config.volcano_namespace, "kube-system"})
+        queues = tenant_queues(plan.tenants, plan.gpus_per_node, config.tenant_namespaces, taken)
         flavor = result.scheduling.kueue[-1] if result.scheduling and result.scheduling.kueue else None
         result.tenant_queues = TenantQueues(
             "tenant-queues",

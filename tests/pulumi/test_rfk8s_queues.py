@@ -342,11 +342,24 @@ def test_roce_plan_without_tenants_gets_no_queues(built):
     ({"nobody": "x"}, r"tenantNamespaces names tenants the plan does not have: \['nobody'\]"),
     ({"research": "Team_A"}, r"tenantNamespaces.research: 'Team_A' is not a namespace name"),
     ({"research": "shared", "production": "shared"}, "both get namespace 'shared'"),
+    ({"research": "kube-system"}, "namespace 'kube-system' already exists or belongs to the stack"),
+    ({"research": "network-operator"}, "namespace 'network-operator' already exists or belongs to the stack"),
 ])
 def test_bad_tenant_namespaces_are_refused(namespaces, message):
     tenants = (TenantInput("research", ("a", "b")), TenantInput("production", ("c",)))
     with pytest.raises(PlanError, match=message):
-        tenant_queues(tenants, 8, namespaces)
+        tenant_queues(tenants, 8, namespaces, frozenset({"network-operator"}))
+
+
+def test_tenant_named_like_a_volcano_queue_is_refused():
+    with pytest.raises(PlanError, match="Volcano creates a queue 'default' itself"):
+        tenant_queues((TenantInput("default", ("a",)),), 8)
+
+
+def test_stack_namespaces_are_taken(deployed):
+    """The program hands its own namespaces to the check: a tenant may not take the workload namespace."""
+    with pytest.raises(PlanError, match="namespace 'jobs' already exists or belongs to the stack"):
+        deployed("dgx-h100-4su", workloadNamespace="jobs", tenantNamespaces={"research": "jobs"})
 
 
 def test_tenant_without_gpu_nodes_is_refused_only_when_queues_are_built(deployed, tmp_path):
