@@ -96,7 +96,7 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
         )
     if config.tenant_queues and (config.volcano or config.kueue) and plan.tenants:
         taken = frozenset({config.network_operator_namespace, config.gpu_operator_namespace,
-                           config.workload_namespace, config.volcano_namespace, "kube-system"})
+                           config.workload_namespace, config.volcano_namespace})
         queues = tenant_queues(plan.tenants, plan.gpus_per_node, config.tenant_namespaces, taken)
         flavor = result.scheduling.kueue[-1] if result.scheduling and result.scheduling.kueue else None
         result.tenant_queues = TenantQueues(

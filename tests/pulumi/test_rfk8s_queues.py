@@ -18,6 +18,7 @@ import rfk8s_validate as v
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from railforge_k8s import plan_input
 from railforge_k8s.config import ConfigError, config_from_mapping
 from railforge_k8s.plan_input import PlanError, QosLevel, TenantInput
 from railforge_k8s.priority import priority_levels
@@ -204,7 +205,9 @@ def test_priority_check_rejects_unknown_or_inconsistent_levels(deployed):
 
 
 def test_partial_preemption_cannot_be_said_in_kubernetes():
-    levels = list(priority_levels(tuple(QosLevel(q.name, tuple(q.preempts)) for q in qos_levels(list(DEFAULT_QOS)))))
+    slurm = tuple(QosLevel(q.name, tuple(q.preempts)) for q in qos_levels(list(DEFAULT_QOS)))
+    assert slurm == plan_input.DEFAULT_QOS, "the stack's default levels are the Slurm planner's"
+    levels = list(priority_levels(slurm))
     assert [lv.preemption_policy for lv in levels] == ["PreemptLowerPriority"] * 5 + ["Never"]
     partial = tuple(QosLevel(n, ("p5",) if n == "p0" else ()) for n in DEFAULT_QOS)
     with pytest.raises(PlanError, match=r"'p0' preempts \['p5'\].*every lower level"):
