@@ -8,7 +8,8 @@ with `ip netns exec` (which also remounts /sys, so node-exporter sees the namesp
 
 What runs (all stopped by PID in `stop()`):
   - prometheus-frr-exporter per lab switch, reading that switch's FRR sockets in the lab's run folder;
-  - prometheus-node-exporter per lab host (netclass over netlink, textfile for the node check's findings);
+  - prometheus-node-exporter per lab host (netclass over netlink; netdev and ethtool for the dashboards' link-error
+    and PFC panels; textfile for the node check's findings);
   - one node-exporter in the root namespace serving the plan's expected.prom (textfile collector only);
   - prometheus (5 s scrape and rule evaluation) with the generated rules, and prometheus-alertmanager with
     the generated routing, its webhook pointed at the receiver's URL.
@@ -118,7 +119,7 @@ def start(workdir: Path, switches: dict[str, Path], hosts: dict[str, str], expec
             (workdir / "textfile" / dev).mkdir(parents=True, exist_ok=True)
             node.append((dev, stack.activated(f"node-{dev}", [
                 "prometheus-node-exporter", "--collector.disable-defaults", "--collector.netclass",
-                "--collector.netclass.netlink", "--collector.textfile",
+                "--collector.netclass.netlink", "--collector.netdev", "--collector.ethtool", "--collector.textfile",
                 f"--collector.textfile.directory={workdir / 'textfile' / dev}"], ns)))
         expected = stack.activated("expected", [
             "prometheus-node-exporter", "--collector.disable-defaults", "--collector.textfile",
