@@ -162,8 +162,10 @@ def test_dashboard_queries_read_the_live_exporters(stack, lab) -> None:
     assert values("Sessions established / planned", "B") == values("Sessions established / planned") == {"{}": ends}
     assert values("Sessions established / planned, by tier", "A") == values("Sessions established / planned, by tier",
                                                                              "B") == {'{"tier": "leaf-spine"}': ends}
-    errors, took = wait_for(lambda: values("Link errors per cable end"), 60, "link-error series")
     rails = {(h.name, r.ifname) for h in topo.hosts for r in h.rails}
+    # rate() needs two scrapes of each node's exporter: wait for all of them, then compare
+    errors, took = wait_for(lambda: len(got := values("Link errors per cable end")) >= len(rails) and got, 60,
+                            "link-error series of every host rail")
     assert {(json.loads(k)["device"], json.loads(k)["port"]) for k in errors} == rails and set(errors.values()) == {0}
     ethtool = stack.query('node_ethtool_info{driver="veth"}')
     assert {(r["metric"]["device"], r["metric"]["exported_device"]) for r in ethtool} >= rails
