@@ -136,7 +136,7 @@ def su_rail_panels(plan: Plan) -> list[tuple[str, list[PanelSpec]]]:
            f"(`--collector.ethtool`, off by default) names them. No exporter in the railforge lab reports them "
            f"(veth interfaces have no PFC), and switch-side PFC counters have no Prometheus exporter here, so this "
            f"panel is empty until the nodes' node-exporter runs the ethtool collector on ConnectX NICs.")
-    gpu = "|".join(GPU_COMPONENTS)
+    gpu = f"({'|'.join(GPU_COMPONENTS)})( .+)?"  # the node check names components "gpu <bus>", "nvlink gpu0 link3"
     return [
         ("BGP sessions", [
             PanelSpec("stat", "Sessions established / planned",
@@ -170,7 +170,8 @@ def su_rail_panels(plan: Plan) -> list[tuple[str, list[PanelSpec]]]:
                       (Query(f"count((railforge_nodecheck_findings > 0) * on(device) group_left(su) "
                              f"railforge:expected_device{node_sel})", "nodes"),), width=8),
             PanelSpec("table", "GPU findings",
-                      f"railforge_nodecheck_finding of the GPU checks ({', '.join(GPU_COMPONENTS)}): GPU count and "
+                      f"railforge_nodecheck_finding of the GPU checks ({', '.join(GPU_COMPONENTS)}; per GPU as "
+                      "`gpu <PCI bus>`, per link as `nvlink gpuN linkM`): GPU count and "
                       "model, ECC, fabric manager, NVLink, Xid errors, peer-memory module.",
                       (Query(f'max by (device, component, cable) (railforge_nodecheck_finding{{component=~"{gpu}"}}) '
                              f"* on(device) group_left(su) railforge:expected_device{node_sel}", table=True),),

@@ -25,6 +25,7 @@ import yaml
 from grafana_foundation_sdk.cog.plugins import register_default_plugins
 from grafana_foundation_sdk.models.dashboard import Dashboard as DashboardModel
 
+from railforge.health.nodecheck import Finding, check_gpus_xml, check_nvlink
 from railforge.plan import Link, Plan
 from railforge.render.grafana import ALL, RATE, dashboards, encode, uid
 from railforge.render.health import rules_text
@@ -32,6 +33,7 @@ from tests.conftest import ROOT, plan_of, require_tool
 from tests.render.test_health_rules import STEPS, _healthy_inputs, _series, _sessions
 
 SCHEMAS = ROOT / "tests" / "reference" / "grafana-foundation-sdk-11.6.0"
+NVIDIA_SMI = ROOT / "tests" / "reference" / "nvidia-smi"
 NAME = "roce-a800-4nic"
 PANEL_TYPES = ("stat", "timeseries", "table")
 
@@ -188,6 +190,11 @@ def test_every_panel_query_is_promql_that_prometheus_accepts(boards: dict[str, d
     assert proc.returncode != 0 and "railforge_panel" in proc.stdout + proc.stderr
 
 
+# what the node check itself finds on recorded nvidia-smi outputs: the wrong model per GPU, inactive NVLinks
+GPU_FINDINGS = [*check_gpus_xml((NVIDIA_SMI / "a100-sxm4-gpu0.xml").read_text(), 1, "H100", nvswitch=True),
+                *check_nvlink((NVIDIA_SMI / "nvlink-status-h100-pcie.txt").read_text())]
+
+
 def _degraded_inputs(plan: Plan) -> tuple[dict[str, str], Link]:
     """The health tests' exporter series with one uplink cable down and one node rail dark, plus netdev error,
     ethtool PFC and node-check textfile series on SU 1's nodes as node-exporter names them."""
@@ -204,8 +211,10 @@ def _degraded_inputs(plan: Plan) -> tuple[dict[str, str], Link]:
                             f"node_ethtool_received_prio{prio}_pause", f"node_ethtool_transmitted_prio{prio}_pause"):
                 inputs[_series(counter, port)] = f"0+1x{STEPS}"
         inputs[_series("railforge_nodecheck_findings", base)] = f"{int(node is sick)}x{STEPS}"
-    inputs[_series("railforge_nodecheck_finding", {"device": sick.name, "instance": f"{sick.name}:9100",
-                                                   "job": "node", "component": "gpu", "cable": ""})] = f"1x{STEPS}"
+    base = {"device": sick.name, "instance": f"{sick.name}:9100", "job": "node"}
+    for finding in [*GPU_FINDINGS, Finding("rail0", uplink.id, "no carrier")]:
+        inputs[_series("railforge_nodecheck_finding", {**base, "component": finding.component,
+                                                       "cable": finding.cable})] = f"1x{STEPS}"
     return inputs, uplink
 
 
@@ -240,6 +249,8 @@ def test_every_panel_shows_data_from_the_rules_and_exporters(plan: Plan, boards:
             for tier in ("leaf-spine", "storage-leaf-spine")}
     query = {(t, r): _substitute(e) for t, r, e in targets(boards["fabric-overview"])}
     sick = _substitute(next(e for t, _r, e in targets(boards["su-rail"]) if t == "Nodes failing the node check"))
+    gpu = _substitute(next(e for t, _r, e in targets(boards["su-rail"]) if t == "GPU findings"))
+    assert {f.component.split()[0] for f in GPU_FINDINGS} == {"gpu", "nvlink"}
     checks = [*_shows_data(boards), *_shows_data({"su-rail": boards["su-rail"]}, "1"),
               _exact(query[("Sessions established / planned, by tier", "B")],
                      {f'{{tier="{t}"}}': n for t, n in ends.items()}),
@@ -250,6 +261,7 @@ def test_every_panel_shows_data_from_the_rules_and_exporters(plan: Plan, boards:
               _exact(query[("BGP sessions down, by SU", "A")], {f'{{su="{uplink.su}"}}': 2}),
               _exact(query[("Cable ends without carrier, by tier", "A")], {'{tier="node-leaf"}': 1}),
               _exact(sick, {"{}": 1}),
+              _exact(f"count({gpu})", {"{}": len({(f.component, f.cable) for f in GPU_FINDINGS})}),
               _exact(sick.replace('su=~".*"', 'su=~"2"'), {})]
     proc = _expr_test(tmp_path, inputs, checks)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
