@@ -17,6 +17,8 @@ from rich.text import Text
 from railforge import outdir
 from railforge.acceptance import document, jobs, labrun
 from railforge.acceptance.analysis import Analysis, analyse
+from railforge.acceptance.ibroutes import TraceError
+from railforge.acceptance.lft import LftError, read_lfts
 from railforge.acceptance.results import Reader, ReadError, read_acceptance_plan
 from railforge.acceptance.rounds import RoundsError
 from railforge.acceptance.scope import restrict
@@ -71,15 +73,19 @@ def plan_cmd(
     pair_seconds: Annotated[int, typer.Option(min=1, help="ib_write_bw duration per pair test")] = 30,
     dcgm_level: Annotated[int, typer.Option(min=1, max=4, help="dcgmi diag run level")] = 3,
     lab: Annotated[str | None, typer.Option(help="plan for the running lab with this prefix only")] = None,
+    lfts: Annotated[Path | None, typer.Option(help="InfiniBand: the switches' forwarding tables (dump_fts "
+                                                   "output) to trace every pair's upper cables and cover them all")]
+    = None,
 ) -> None:
     """Write acceptance/plan.json and the jobs (pair lists, pair.sh, run-round.sh, Slurm scripts) and print
     the rounds, the bound, flows per pair and the burn-in duration."""
     plan, folder = load(cluster, out, lab)
     durations = Durations(pair_s=pair_seconds, dcgm_level=dcgm_level)
     try:
-        ap = document.build(plan, confidence, durations)
+        tables = read_lfts(lfts) if lfts is not None else None
+        ap = document.build(plan, confidence, durations, tables)
         count = jobs.write(ap, to or folder / "acceptance")
-    except RoundsError as exc:
+    except (RoundsError, LftError, TraceError, ValueError) as exc:
         raise _err(str(exc)) from None
     except OSError as exc:
         raise _err(f"cannot write {exc.filename or ''}: {exc.strerror or exc}") from None
@@ -100,6 +106,19 @@ def plan_cmd(
                        f"(e.g. {d['coverage']['unreachable'][0]})"), highlight=False)
     if d["routing"]["kind"] == "infiniband":
         c.print(escape(d["routing"]["note"]), highlight=False)
+    if d["routing"]["kind"] == "infiniband-lft":
+        r = d["routing"]
+        c.print(escape(f"forwarding tables: {r['upper_cables_on_a_path']} of {r['upper_cables']} upper cables on a "
+                       f"traced path ({r['added_tests']} tests added for them, in {r['added_rounds']} extra "
+                       "rounds)"), highlight=False)
+        for cable, why in list(r["not_nameable"].items())[:5]:
+            c.print(escape(f"  {cable} cannot be named alone: {why}"), highlight=False)
+        if len(r["not_nameable"]) > 5:
+            c.print(escape(f"  ... {len(r['not_nameable']) - 5} more in plan.json routing.not_nameable"),
+                    highlight=False)
+        if r["not_on_any_path"]:
+            raise _err(f"{len(r['not_on_any_path'])} upper cables are on no path these forwarding tables route "
+                       f"(e.g. {r['not_on_any_path'][0]})", 1)
     if not d["meets_bound"]:
         raise _err(f"{d['rounds_planned']} rounds planned, the bound is {d['bound']['rounds']}", 1)
 
