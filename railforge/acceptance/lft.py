@@ -20,7 +20,7 @@ MAX_BYTES = 256 << 20
 MAX_LINE = 1024
 MAX_SWITCHES = 65_536
 MAX_LID = 0xBFFF  # the last unicast LID
-MAX_PORT = 254
+MAX_PORT = 255  # 255: no route (dump_fts -a lists those)
 
 _HEADER = re.compile(r"Unicast lids \[0x([0-9a-fA-F]{1,4})-0x([0-9a-fA-F]{1,4})\] of switch (.{0,200}?) "
                      r"guid 0x([0-9a-fA-F]{1,16}) \('?(.{0,200}?)'?\):\s*")
@@ -104,7 +104,7 @@ def parse_lfts(text: str, source: str = "lfts") -> Lfts:
             if not lo <= lid <= hi or lid == 0:
                 raise LftError(f"{where}: LID 0x{lid:04x} is outside the table's range 0x{lo:x}-0x{hi:x}")
             if port > MAX_PORT:
-                raise LftError(f"{where}: out port {port} (valid: 0-{MAX_PORT}, 255 is 'no route')")
+                raise LftError(f"{where}: out port {port} (valid: 0-254, or 255 for no route)")
             if lid in cur.routes:
                 raise LftError(f"{where}: LID 0x{lid:04x} listed twice for switch {cur.description!r}")
             cur.routes[lid] = port
