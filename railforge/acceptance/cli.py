@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Annotated
@@ -15,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from railforge import outdir
-from railforge.acceptance import document, jobs, labrun
+from railforge.acceptance import document, ecmppin, jobs, labrun
 from railforge.acceptance.analysis import Analysis, analyse
 from railforge.acceptance.ibroutes import TraceError
 from railforge.acceptance.lft import LftError, read_lfts
@@ -220,6 +221,10 @@ def lab_run(
                                                     "<generated>/acceptance)")] = None,
     seconds: Annotated[float, typer.Option(min=0.5, max=600, help="iperf3 seconds per test")] = 2.0,
     rate: Annotated[str, typer.Option(help="iperf3 -b rate per test")] = "100M",
+    pin_paths: Annotated[bool, typer.Option(help="choose each test's TCP ports so its flows take one path the lab's "
+                                            "switches report (ip route get), and record that path's cables in "
+                                            "the acceptance plan: a slow test then names exact leaf-spine cables")]
+    = False,
 ) -> None:
     """Run every round of the acceptance plan on the lab's hosts, iperf3 standing in for ib_write_bw (root)."""
     plan, folder = load(cluster, out, lab)
@@ -235,6 +240,28 @@ def lab_run(
         raise _err(f"{path} pairs hosts the lab does not run ({', '.join(strangers[:3])}): plan it with --lab {lab}")
     if not re.fullmatch(r"[0-9]+(\.[0-9]+)?[KMG]?", rate):
         raise _err(f"--rate {rate!r}: a number with an optional K, M or G suffix, like 100M")
+    if pin_paths:
+        _pin(cluster, out, lab, doc, path)
     for r in doc["rounds"]:
         took = labrun.run_round(doc, r["round"], lab, results, seconds, rate)
         typer.echo(f"round {r['round']}: {len(r['tests'])} tests in {took:.1f} s")
+
+
+def _pin(cluster: Path, out: Path | None, lab: str, doc: dict, path: Path) -> None:
+    """Pin every test's path in the running lab and rewrite the acceptance plan with it (atomically)."""
+    full, _ = outdir.load(cluster, out)
+    state = load_state(full.cluster.name, lab)
+    o = state.options
+    topo = lab_topology(full, o["sus"], o["spines"], o["hosts_per_su"], state.prefix, o.get("superspines", "all"),
+                        o.get("parallel", "all"))
+    try:
+        ecmppin.pin(doc, topo, labrun.server_port)
+    except ecmppin.PinError as exc:
+        raise _err(str(exc)) from None
+    doc["routing"] = {"kind": "lab-pinned", "flows_per_pair": 1, "note": ecmppin.NOTE}
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(document.dumps(doc))
+    os.replace(tmp, path)
+    pinned = {c for r in doc["rounds"] for t in r["tests"] for c in t["cables"][2:]}
+    typer.echo(f"pinned {sum(len(r['tests']) for r in doc['rounds'])} tests: {len(pinned)} upper cables on their "
+               f"paths; {path} rewritten")

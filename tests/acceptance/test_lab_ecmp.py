@@ -1,0 +1,122 @@
+"""ECMP in the lab, cable by cable: two spines, so every leaf has two equal-cost uplinks and the switches
+(Linux namespaces, `fib_multipath_hash_policy=1`) hash each TCP flow onto one. `acceptance lab-run --pin-paths`
+chooses each iperf3 test's ports (control connection and `--cport`) so both its connections take one path the
+switches report with `ip route get`, and records that path's cables; a leaf-spine cable slowed with tbf is then
+named as that one cable, not as its leaf's uplink bundle. Proven: the recorded paths are the paths the packets
+take (the tbf'd cable's counters grow exactly on the tests recorded through it), and the analysis names the
+cable and nothing else. Needs root, FRR, lldpd, iperf3, tc; off CI those skip, under CI=true they fail."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from railforge.acceptance import labrun
+from railforge.planio import read_plan
+from tests.conftest import ROOT, require_tool, run_cli
+
+PREFIX = "i32e-"
+TOOLS = ("root", "/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/bfdd", "vtysh", "lldpd", "iperf3", "tc",
+         "ss")
+MIN_GBPS = "0.08"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    require_tool(*TOOLS)
+    folder = tmp_path_factory.mktemp("ecmp")
+    spec = folder / "cluster.yaml"
+    text = (ROOT / "tests" / "specs" / "tiny-roce.yaml").read_text()
+    assert "  count: 2\n" in text
+    spec.write_text(text.replace("  count: 2\n", "  count: 3\n"))
+    out = folder / "generated"
+    run_cli("build", str(spec), "--out", str(out))
+    args = (str(spec), "--out", str(out), "--prefix", PREFIX)
+    t0 = time.monotonic()
+    try:
+        run_cli("lab", "up", *args, "--sus", "3", "--spines", "2", "--parallel", "1", "--hosts-per-su", "2")
+        run_cli("acceptance", "plan", str(spec), "--out", str(out), "--lab", PREFIX, "--to", str(folder / "acc"))
+        print(f"lab up and acceptance plan: {time.monotonic() - t0:.1f} s")
+        yield spec, out, folder / "acc"
+    finally:
+        run_cli("lab", "down", *args, check=False)
+
+
+def run_pinned(lab, results: Path) -> tuple[dict, dict, str]:
+    spec, out, acc = lab
+    run = run_cli("acceptance", "lab-run", str(spec), str(results), "--out", str(out), "--lab", PREFIX,
+                  "--acceptance", str(acc), "--seconds", "2", "--rate", "100M", "--pin-paths")
+    report = results.parent / f"{results.name}.json"
+    proc = run_cli("acceptance", "analyze", str(spec), str(results), "--out", str(out), "--acceptance", str(acc),
+                   "--min-gbps", MIN_GBPS, "--json", str(report), check=False)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    doc = json.loads((acc / "plan.json").read_text())
+    return json.loads(report.read_text()) | {"stdout": proc.stdout}, doc, run.stdout
+
+
+def tx_packets(ns: str, dev: str) -> int:
+    out = subprocess.run(["ip", "-n", ns, "-j", "-s", "link", "show", dev], capture_output=True, text=True,
+                         check=True).stdout
+    return json.loads(out)[0]["stats64"]["tx"]["packets"]
+
+
+def check_recorded_path_is_taken(doc: dict, test: dict, plan, results: Path) -> None:
+    """One pinned test alone: the cables recorded for it carry its packets, its leaves' other uplinks carry only
+    the routing protocols' few."""
+    leaves = {test["a"]["leaf"], test["b"]["leaf"]}
+    uplinks = [lk for lk in plan.links if lk.tier == "leaf-spine" and lk.a.device in leaves]
+
+    def count() -> dict[str, int]:
+        return {lk.id: tx_packets(PREFIX + lk.a.device, lk.a.port) + tx_packets(PREFIX + lk.b.device, lk.b.port)
+                for lk in uplinks}
+
+    one = doc | {"rounds": [{"round": 1, "tests": [test]}]}
+    c0 = count()
+    labrun.run_round(one, 1, PREFIX, results)
+    delta = {k: v - c0[k] for k, v in count().items()}
+    recorded = set(test["cables"][2:])
+    assert len(recorded) >= 2 and len(uplinks) == 4
+    assert all(delta[c] > 1000 for c in recorded), delta
+    assert all(delta[c] < 200 for c in delta if c not in recorded), (recorded, delta)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_pinned_paths_name_one_leaf_spine_cable(lab, tmp_path: Path) -> None:
+    spec, out, acc = lab
+    plan = read_plan(out / "plan.json")
+    before = json.loads((acc / "plan.json").read_text())
+    assert any(t["bundles"] for r in before["rounds"] for t in r["tests"])  # unpinned: uplink bundles
+    report, doc, ran = run_pinned(lab, tmp_path / "clean")
+    assert report["ok"] == 12 and report["suspects"] == [] and report["bundles"] == [], report["stdout"]
+    tests = [t for r in doc["rounds"] for t in r["tests"]]
+    assert doc["routing"]["kind"] == "lab-pinned" and all(t["bundles"] == [] and t["ports"] for t in tests)
+    upper = {lk.id for lk in plan.links if lk.tier == "leaf-spine"
+             and lk.a.device in {d for t in tests for d in (t["a"]["leaf"], t["b"]["leaf"])}}
+    assert len(upper) == 12 and {c for t in tests for c in t["cables"][2:]} == upper, ran
+    check_recorded_path_is_taken(doc, tests[0], plan, tmp_path / "one")
+    on = {c: {t["id"] for t in tests if c in t["cables"]} for c in upper}
+    target = next(c for c in sorted(upper) if len(on[c]) >= 2
+                  and sum(1 for ts in on.values() if ts == on[c]) == 1)
+    link = plan.link_index()[target]
+    ns_a, ns_b = PREFIX + link.a.device, PREFIX + link.b.device
+    subprocess.run(["tc", "-n", ns_a, "qdisc", "replace", "dev", link.a.port, "root", "tbf", "rate", "10mbit",
+                    "burst", "32kbit", "latency", "50ms"], check=True)
+    subprocess.run(["tc", "-n", ns_b, "qdisc", "replace", "dev", link.b.port, "root", "tbf", "rate", "10mbit",
+                    "burst", "32kbit", "latency", "50ms"], check=True)
+    try:
+        report, doc2, ran = run_pinned(lab, tmp_path / "faulty")
+    finally:
+        for ns, port in ((ns_a, link.a.port), (ns_b, link.b.port)):
+            subprocess.run(["tc", "-n", ns, "qdisc", "del", "dev", port, "root"], capture_output=True)
+    tests2 = {t["id"]: t for r in doc2["rounds"] for t in r["tests"]}
+    through = {tid for tid, t in tests2.items() if target in t["cables"]}
+    assert [s["cable"] for s in report["suspects"]] == [target], report["stdout"] + ran
+    assert report["bundles"] == [] and report["unexplained"] == [], report["stdout"]
+    assert report["slow"] + report["failed"] == len(through) >= 2, report["stdout"]
+    s = report["suspects"][0]
+    assert (s["tier"], s["a"]["device"], s["a"]["port"]) == ("leaf-spine", link.a.device, link.a.port)
