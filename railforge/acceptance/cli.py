@@ -250,12 +250,8 @@ def lab_run(
 def _pin(cluster: Path, out: Path | None, lab: str, doc: dict, path: Path) -> None:
     """Pin every test's path in the running lab and rewrite the acceptance plan with it (atomically)."""
     full, _ = outdir.load(cluster, out)
-    state = load_state(full.cluster.name, lab)
-    o = state.options
-    topo = lab_topology(full, o["sus"], o["spines"], o["hosts_per_su"], state.prefix, o.get("superspines", "all"),
-                        o.get("parallel", "all"))
     try:
-        ecmppin.pin(doc, topo, labrun.server_port)
+        ecmppin.pin(doc, ecmppin.topology(full, lab), labrun.server_port)
     except ecmppin.PinError as exc:
         raise _err(str(exc)) from None
     doc["routing"] = {"kind": "lab-pinned", "flows_per_pair": 1, "note": ecmppin.NOTE}

@@ -7,8 +7,10 @@ tcp sport S dport D` asks a switch's kernel which next hop that flow takes, so w
 along the plan's cables gives the flow's path. An iperf3 test is two TCP connections: the control connection
 (client port pinned per round through the client namespace's `ip_local_port_range`) and the data stream
 (`--cport`); each direction is walked. Ports are chosen so both connections take the same path each way (a
-test then crosses exactly the cables recorded for it), and among control ports the one whose paths cross the
-most upper cables still on fewer than two tests (greedy, like the InfiniBand cover). Ports a client namespace
+test then crosses exactly the cables recorded for it) and come back over the cables they went out on (iperf3's
+data flows one way: a cable crossed only by the ACKs would not slow the test, and a healthy test would clear
+it), and among control ports the one whose paths cross the most upper cables still on fewer than two tests
+(greedy, like the InfiniBand cover). Ports a client namespace
 has in use (TIME-WAIT included) are never chosen.
 
 This needs the hash and the live forwarding state: a real fabric's switch ASICs hash with seeds and fields this
@@ -22,8 +24,10 @@ import subprocess
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from railforge.lab.scope import LabTopology
+from railforge.lab.scope import LabTopology, lab_topology
 from railforge.lab.shell import in_ns
+from railforge.lab.state import load_state
+from railforge.plan import Plan
 
 MAX_HOPS = 6
 CONTROL_PORTS = range(33000, 33064)
@@ -101,7 +105,21 @@ class Walker:
         out = [ln for ln in proc.stdout.splitlines() if ln.strip()]
         if proc.returncode != 0 or len(out) != len(queries):
             raise PinError(f"ip route get in {self.topo.ns(device)} failed: {proc.stderr.strip()[:300]}")
-        return [json.loads(ln)[0]["dev"] for ln in out]
+        devs = [(json.loads(ln) or [{}])[0].get("dev") for ln in out]
+        if None in devs:
+            f, _ = queries[devs.index(None)]
+            raise PinError(f"{self.topo.ns(device)} has no route for {f.src} -> {f.dst}")
+        return devs
+
+
+def topology(plan: Plan, prefix: str) -> LabTopology:
+    """The running lab's topology, as `lab up` recorded it."""
+    state = load_state(plan.cluster.name, prefix)
+    if state is None:
+        raise PinError(f"no lab of {plan.cluster.name} with prefix {prefix!r} is up")
+    o = state.options
+    return lab_topology(plan, o["sus"], o["spines"], o["hosts_per_su"], state.prefix, o.get("superspines", "all"),
+                        o.get("parallel", "all"))
 
 
 def ports_in_use(ns: str) -> set[int]:
@@ -131,6 +149,7 @@ def pin(doc: dict, topo: LabTopology, server_port) -> dict[int, dict[str, int]]:
             leaf_of[lk.id] = (lk.b.device, w.bridge.get((lk.b.device, lk.b.port), lk.b.port))
     uses: Counter = Counter()
     control: dict[int, dict[str, int]] = {}
+    taken: dict[str, set[int]] = {}  # per client namespace: in use now, or chosen for an earlier round
     for r in doc["rounds"]:
         by_client: dict[str, list[dict]] = defaultdict(list)
         for t in r["tests"]:
@@ -138,22 +157,30 @@ def pin(doc: dict, topo: LabTopology, server_port) -> dict[int, dict[str, int]]:
         control[r["round"]] = {}
         for node, tests in sorted(by_client.items()):
             ns = topo.ns(node)
-            free = ports_in_use(ns)
-            cands = [p for p in CONTROL_PORTS if p not in free]
+            if ns not in taken:
+                taken[ns] = ports_in_use(ns)
+            used = taken[ns]
+            cands = [p for p in CONTROL_PORTS if p not in used]
             flows = [f for p in cands for t in tests for f in _flows(w, t, p, server_port(t), leaf_of)]
             paths = w.walk(flows)
             per = 2 * len(tests)
             best, best_key = None, None
             for k, p in enumerate(cands):
-                cables = {c for path in paths[k * per:(k + 1) * per] for c in path if c in w.upper}
+                mine = paths[k * per:(k + 1) * per]
+                if any(set(mine[j]) != set(mine[j + 1]) for j in range(0, per, 2)):
+                    continue  # the ACKs would cross a cable the data does not: a slowed cable would not show
+                cables = {c for path in mine for c in path if c in w.upper}
                 key = (-sum(1 for c in cables if uses[c] < 2), sum(uses[c] for c in cables), k)
                 if best_key is None or key < best_key:
                     best, best_key = p, key
             if best is None:
-                raise PinError(f"{ns}: no free control port in {CONTROL_PORTS.start}-{CONTROL_PORTS.stop - 1}")
+                raise PinError(f"{ns}: no free control port in {CONTROL_PORTS.start}-{CONTROL_PORTS.stop - 1} whose "
+                               "paths return over the cables they go out on")
             control[r["round"]][node] = best
+            used.add(best)
             for t in tests:
-                _pin_test(w, t, best, server_port(t), free, leaf_of, uses)
+                _pin_test(w, t, best, server_port(t), used, leaf_of, uses)
+                used.add(t["ports"]["data"])
     return control
 
 

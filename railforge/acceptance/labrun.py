@@ -44,8 +44,9 @@ def run_round(doc: dict, round_no: int, prefix: str, results: Path, seconds: flo
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     servers = []
-    ranges = _pin_control_ports(rnd, prefix)
+    ranges: dict[str, str] = {}
     try:
+        _pin_control_ports(rnd, prefix, ranges)
         for t in rnd["tests"]:
             b = t["b"]
             servers.append(subprocess.Popen(
@@ -85,10 +86,9 @@ def server_port(test: dict) -> int:
     return BASE_PORT + test["b"]["rail"]
 
 
-def _pin_control_ports(rnd: dict, prefix: str) -> dict[str, str]:
+def _pin_control_ports(rnd: dict, prefix: str, old: dict[str, str]) -> None:
     """Pinned tests (`ecmppin`): the client namespace's ephemeral range narrowed to the round's control port, so
-    iperf3's control connection takes the path recorded for it. Returns each namespace's previous range."""
-    old = {}
+    iperf3's control connection takes the path recorded for it; each namespace's previous range goes in `old`."""
     for t in rnd["tests"]:
         if not t.get("ports"):
             continue
@@ -97,4 +97,3 @@ def _pin_control_ports(rnd: dict, prefix: str) -> dict[str, str]:
             old[ns] = " ".join(run(in_ns(ns, "sysctl", "-n", "net.ipv4.ip_local_port_range")).split())
         p = t["ports"]["control"]
         run(in_ns(ns, "sysctl", "-q", "-w", f"net.ipv4.ip_local_port_range={p} {p}"))
-    return old

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from railforge.acceptance import labrun
+from railforge.acceptance import ecmppin, labrun
+from railforge.acceptance.document import dumps
 from railforge.planio import read_plan
 from tests.conftest import ROOT, require_tool, run_cli
 
@@ -46,10 +47,10 @@ def lab(tmp_path_factory):
         run_cli("lab", "down", *args, check=False)
 
 
-def run_pinned(lab, results: Path) -> tuple[dict, dict, str]:
+def run_pinned(lab, results: Path, pin: bool = True) -> tuple[dict, dict, str]:
     spec, out, acc = lab
     run = run_cli("acceptance", "lab-run", str(spec), str(results), "--out", str(out), "--lab", PREFIX,
-                  "--acceptance", str(acc), "--seconds", "2", "--rate", "100M", "--pin-paths")
+                  "--acceptance", str(acc), "--seconds", "2", "--rate", "100M", *(["--pin-paths"] if pin else []))
     report = results.parent / f"{results.name}.json"
     proc = run_cli("acceptance", "analyze", str(spec), str(results), "--out", str(out), "--acceptance", str(acc),
                    "--min-gbps", MIN_GBPS, "--json", str(report), check=False)
@@ -64,17 +65,19 @@ def tx_packets(ns: str, dev: str) -> int:
     return json.loads(out)[0]["stats64"]["tx"]["packets"]
 
 
-def check_recorded_path_is_taken(doc: dict, test: dict, plan, results: Path) -> None:
-    """One pinned test alone: the cables recorded for it carry its packets, its leaves' other uplinks carry only
-    the routing protocols' few."""
+def check_recorded_path_is_taken(doc: dict, test: dict, plan, upper: set[str], results: Path) -> None:
+    """One test alone, pinned afresh (the last run's ports are in TIME-WAIT): the cables recorded for it carry its
+    packets, its leaves' other uplinks carry only the routing protocols' few."""
+    test = json.loads(json.dumps(test))
+    one = doc | {"rounds": [{"round": 1, "tests": [test]}]}
+    ecmppin.pin(one, ecmppin.topology(plan, PREFIX), labrun.server_port)
     leaves = {test["a"]["leaf"], test["b"]["leaf"]}
-    uplinks = [lk for lk in plan.links if lk.tier == "leaf-spine" and lk.a.device in leaves]
+    uplinks = [lk for lk in plan.links if lk.id in upper and lk.a.device in leaves]
 
     def count() -> dict[str, int]:
         return {lk.id: tx_packets(PREFIX + lk.a.device, lk.a.port) + tx_packets(PREFIX + lk.b.device, lk.b.port)
                 for lk in uplinks}
 
-    one = doc | {"rounds": [{"round": 1, "tests": [test]}]}
     c0 = count()
     labrun.run_round(one, 1, PREFIX, results)
     delta = {k: v - c0[k] for k, v in count().items()}
@@ -91,15 +94,19 @@ def test_pinned_paths_name_one_leaf_spine_cable(lab, tmp_path: Path) -> None:
     plan = read_plan(out / "plan.json")
     before = json.loads((acc / "plan.json").read_text())
     assert any(t["bundles"] for r in before["rounds"] for t in r["tests"])  # unpinned: uplink bundles
+    upper = {c for b in before["bundles"].values() for c in b["cables"]}
     report, doc, ran = run_pinned(lab, tmp_path / "clean")
     assert report["ok"] == 12 and report["suspects"] == [] and report["bundles"] == [], report["stdout"]
     tests = [t for r in doc["rounds"] for t in r["tests"]]
     assert doc["routing"]["kind"] == "lab-pinned" and all(t["bundles"] == [] and t["ports"] for t in tests)
-    upper = {lk.id for lk in plan.links if lk.tier == "leaf-spine"
-             and lk.a.device in {d for t in tests for d in (t["a"]["leaf"], t["b"]["leaf"])}}
     assert len(upper) == 12 and {c for t in tests for c in t["cables"][2:]} == upper, ran
-    check_recorded_path_is_taken(doc, tests[0], plan, tmp_path / "one")
-    on = {c: {t["id"] for t in tests if c in t["cables"]} for c in upper}
+    check_recorded_path_is_taken(doc, tests[0], plan, upper, tmp_path / "one")
+    # pinned afresh (the clean run's ports are in TIME-WAIT), then run as pinned: the target is chosen on these paths
+    doc = json.loads((acc / "plan.json").read_text())
+    ecmppin.pin(doc, ecmppin.topology(plan, PREFIX), labrun.server_port)
+    (acc / "plan.json").write_bytes(dumps(doc))
+    tests = [t for r in doc["rounds"] for t in r["tests"]]
+    on = {c: {t["id"] for t in tests if c in t["cables"]} for c in upper | {t[s]["cable"] for t in tests for s in "ab"}}
     target = next(c for c in sorted(upper) if len(on[c]) >= 2
                   and sum(1 for ts in on.values() if ts == on[c]) == 1)
     link = plan.link_index()[target]
@@ -109,10 +116,11 @@ def test_pinned_paths_name_one_leaf_spine_cable(lab, tmp_path: Path) -> None:
     subprocess.run(["tc", "-n", ns_b, "qdisc", "replace", "dev", link.b.port, "root", "tbf", "rate", "10mbit",
                     "burst", "32kbit", "latency", "50ms"], check=True)
     try:
-        report, doc2, ran = run_pinned(lab, tmp_path / "faulty")
+        report, doc2, ran = run_pinned(lab, tmp_path / "faulty", pin=False)
     finally:
         for ns, port in ((ns_a, link.a.port), (ns_b, link.b.port)):
             subprocess.run(["tc", "-n", ns, "qdisc", "del", "dev", port, "root"], capture_output=True)
+    assert doc2 == doc
     tests2 = {t["id"]: t for r in doc2["rounds"] for t in r["tests"]}
     through = {tid for tid, t in tests2.items() if target in t["cables"]}
     assert [s["cable"] for s in report["suspects"]] == [target], report["stdout"] + ran
