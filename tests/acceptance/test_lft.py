@@ -18,7 +18,7 @@ from railforge.acceptance.ibroutes import Router, TraceError, cover
 from railforge.acceptance.lft import LftError, parse_lfts, read_lfts
 from railforge.planner import build_plan
 from railforge.spec import load_spec
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_cli
 from tests.helpers.ibtracert import upper_cables
 
 SAMPLES = Path(__file__).parent / "samples"
@@ -152,3 +152,25 @@ def test_reader_fuzz_on_edited_dump(line: int, replacement: str) -> None:
         parse_lfts("\n".join(lines), "f")
     except LftError as exc:
         assert re.match(r"f(:\d+)?: ", str(exc)), exc
+
+
+def test_cli_names_a_bad_dump_and_a_fabric_without_forwarding_tables(tmp_path: Path) -> None:
+    spec = ROOT / "tests" / "specs" / "configs-ib.yaml"
+    out = tmp_path / "generated"
+    run_cli("build", str(spec), "--out", str(out), "--only", "plan")
+    cut = tmp_path / "cut.txt"
+    cut.write_text(DUMP[: DUMP.index("22 valid lids dumped")])
+    proc = run_cli("acceptance", "plan", str(spec), "--out", str(out), "--lfts", str(cut), check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{cut}: the table of 'MF0;su002-leaf-r1:LAB-IB-16/U1' (line 1) has no" in " ".join(proc.stderr.split())
+    assert not (out / "acceptance").exists()
+    good = tmp_path / "lfts.txt"
+    good.write_text(DUMP)
+    proc = run_cli("acceptance", "plan", str(spec), "--out", str(out), "--lfts", str(good), check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "16 of 16 upper cables on a traced path" in " ".join(proc.stdout.split())
+    assert "CMP-000017 cannot be named alone" in " ".join(proc.stdout.split())
+    roce = ROOT / "tests" / "specs" / "tiny-roce.yaml"
+    run_cli("build", str(roce), "--out", str(tmp_path / "roce"), "--only", "plan")
+    proc = run_cli("acceptance", "plan", str(roce), "--out", str(tmp_path / "roce"), "--lfts", str(good), check=False)
+    assert proc.returncode == 2 and "forwarding tables are InfiniBand's; tiny-roce has a roce" in proc.stderr
