@@ -83,8 +83,8 @@ def check_recorded_path_is_taken(doc: dict, test: dict, plan, upper: set[str], r
     delta = {k: v - c0[k] for k, v in count().items()}
     recorded = set(test["cables"][2:])
     assert len(recorded) >= 2 and len(uplinks) == 4
-    assert all(delta[c] > 1000 for c in recorded), delta
-    assert all(delta[c] < 200 for c in delta if c not in recorded), (recorded, delta)
+    low = min(delta[c] for c in recorded)  # measured ~1,000 (2 s at 100 Mb/s, 9K MTU, both ends' tx)
+    assert low > 400 and all(delta[c] * 5 < low for c in delta if c not in recorded), (recorded, delta)
 
 
 @pytest.mark.root
