@@ -1,8 +1,8 @@
 """Pin every lab test's flows to one known path through the ECMP fabric, read hop by hop from the switches' own
 forwarding decisions, so a slow test names the exact leaf-spine cables it crossed instead of a leaf's uplinks.
 
-The lab's switches are Linux namespaces routing with `net.ipv4.fib_multipath_hash_policy=1` (`lab.fabric`): the
-next hop of a flow is a hash of its 5-tuple, fixed once the ports are. `ip route get DST from SRC iif IN ipproto
+The lab's switches are Linux namespaces; pinning sets their multipath hash to the packet's 5-tuple (`HASH`):
+the next hop of a flow is then fixed once its ports are. `ip route get DST from SRC iif IN ipproto
 tcp sport S dport D` asks a switch's kernel which next hop that flow takes, so walking it from the source leaf
 along the plan's cables gives the flow's path. An iperf3 test is two TCP connections: the control connection
 (client port pinned per round through the client namespace's `ip_local_port_range`) and the data stream
@@ -30,6 +30,11 @@ from railforge.lab.state import load_state
 from railforge.plan import Plan
 
 MAX_HOPS = 6
+# Policy 1 (L4) short-circuits to the packet's own hash when it has one, and a TCP packet from a host namespace
+# crossing a veth keeps its socket's random txhash: measured here, half the flows left the leaf on the uplink
+# `ip route get` did not name. Policy 3 hashes the chosen header fields of every packet (src/dst address,
+# protocol, src/dst port), as a switch ASIC does, and `ip route get` computes the same.
+HASH = {"net.ipv4.fib_multipath_hash_policy": 3, "net.ipv4.fib_multipath_hash_fields": "0x0037"}
 CONTROL_PORTS = range(33000, 33064)
 DATA_PORTS = range(34000, 34256)
 UPPER_TIERS = ("leaf-spine", "spine-superspine")
@@ -142,6 +147,9 @@ def _flows(w: Walker, t: dict, sport: int, dport: int, leaf_of: dict[str, tuple[
 def pin(doc: dict, topo: LabTopology, server_port) -> dict[int, dict[str, int]]:
     """Choose every test's ports and rewrite its cables to the exact path (in `doc`, in place). Returns the control
     port per round and client namespace."""
+    for d in topo.switches:
+        subprocess.run(in_ns(topo.ns(d.name), "sysctl", "-q", "-w", *[f"{k}={v}" for k, v in HASH.items()]),
+                       check=True, capture_output=True, timeout=30)
     w = Walker(topo)
     leaf_of: dict[str, tuple[str, str]] = {}
     for lk in topo.links:
