@@ -41,8 +41,8 @@ UPPER_TIERS = ("leaf-spine", "spine-superspine")
 
 
 NOTE = ("lab only: each test's ports chosen so its TCP connections take one path the switches' kernels report "
-        "(fib_multipath_hash_policy=1, ip route get); its cables are that path. A real fabric's ASIC hash is not "
-        "known: there, bundles and flows per pair apply")
+        "(fib_multipath_hash_policy=3 on the 5-tuple, ip route get); its cables are that path. A real fabric's "
+        "ASIC hash is not known: there, bundles and flows per pair apply")
 
 
 class PinError(RuntimeError):
