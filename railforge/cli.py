@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import gc
 import importlib.metadata
 import json
 import os
 import sys
-from pathlib import Path
+from collections.abc import Iterator
+from pathlib import Path, PurePath
 from typing import Annotated
 
 import typer
@@ -67,7 +69,9 @@ def _flags_without_type(params: list) -> list:
 
 
 class Command(TyperCommand):
-    """Plain help: `SPEC` rather than `{spec}`, and no `<bool>` type for flags such as --help."""
+    """Plain help: `SPEC` rather than `{spec}`, and no `<bool>` type for flags such as --help. Every path a
+    command is given passes `args.check_path` before the command runs, so no command (one added later included)
+    meets a name the system refuses (ENAMETOOLONG) or prints one that holds a control character."""
 
     def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:
         return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in super().collect_usage_pieces(ctx)]
@@ -75,10 +79,45 @@ class Command(TyperCommand):
     def get_params(self, ctx: typer.Context) -> list:
         return _flags_without_type(super().get_params(ctx))
 
+    def invoke(self, ctx: typer.Context) -> object:
+        for param in self.params:
+            value = ctx.params.get(param.name)
+            for item in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(item, PurePath):
+                    try:
+                        check_path(item, param.opts[0] if param.param_type_name == "option" else param.name.upper())
+                    except ArgumentError as exc:
+                        say_error(str(exc))
+                        raise typer.Exit(2) from None
+        return super().invoke(ctx)
+
+
+# typer's own (vendored click) exception base: every usage error and bad parameter is one
+CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+@contextlib.contextmanager
+def plain_usage_errors() -> Iterator[None]:
+    """A usage error echoes what the user typed ("unexpected extra argument (...)", "No such command ..."); its
+    message is shown with control characters escaped, like every other message."""
+    try:
+        yield
+    except CLICK_ERROR as exc:
+        exc.message = show.plain(exc.message)
+        raise
+
 
 class Group(TyperGroup):
     def get_params(self, ctx: typer.Context) -> list:
         return _flags_without_type(super().get_params(ctx))
+
+    def make_context(self, *args, **kwargs) -> typer.Context:
+        with plain_usage_errors():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: typer.Context) -> object:
+        with plain_usage_errors():
+            return super().invoke(ctx)
 
     def list_commands(self, ctx: typer.Context) -> list[str]:
         """Commands in the order of the work (WORK_ORDER), then any others in the order they were added."""

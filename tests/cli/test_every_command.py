@@ -1,0 +1,271 @@
+"""Every command of the `railforge` app, found by walking the typer app (a command added later is fuzzed without
+touching this file), invoked in-process with fuzzed arguments and fuzzed or corrupted input files.
+
+What a parameter gets is read from its declaration: a Path gets the kind of file its name says (a built folder or
+plan.json for CLUSTER/OLD/NEW/BUILD, the spec, a MAC list, LLDP/FRR dumps, burn-in results, credentials), valid,
+mutated by `tests.helpers.hostile` (bytes, JSON shapes, markup, escapes) or replaced by a folder, /dev/null, a
+missing file or a hostile name; numbers get any number, out-of-range ones included; strings and URLs get hostile
+text. A case fails on an exception other than the CLI's own exit, status 70 or "internal error", a traceback, an
+unescaped control character, a hang, or an error line that names nothing (no option, argument, file or value).
+
+The run is a machine with nothing installed and no network: every subprocess start fails as a missing program
+does, every connect and bind is refused, and names do not resolve. That is a state a user can be in, and it keeps
+the commands that drive namespaces, BMCs, NetBox or a webhook server from touching this machine. What the
+commands do past that point (a live lab, a real NetBox) is fuzzed by their own tests, not here.
+
+RAILFORGE_CLI_FUZZ_EXAMPLES sets the cases per command (default 6: about a minute for the whole app here).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+import click
+import pytest
+import typer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from railforge.cli import app
+from tests.conftest import ROOT, run_cli
+from tests.helpers.hostile import TOKENS, check_output, mutated, no_hang
+
+EXAMPLES = int(os.environ.get("RAILFORGE_CLI_FUZZ_EXAMPLES", "6"))
+TINY = ROOT / "tests" / "specs" / "tiny-roce.yaml"
+SAMPLES = ROOT / "tests" / "acceptance" / "samples"
+KEEP = {"su001-leaf-r0", "spine01", "spine02", "su001-gpu01"}
+
+fuzz = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+                suppress_health_check=list(HealthCheck))
+
+
+def commands(group: click.Command, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
+    """Every leaf command under `group`, as (words, command)."""
+    subs = getattr(group, "commands", None)
+    if subs is None:
+        return [(path, group)]
+    return [c for name in sorted(subs) for c in commands(subs[name], (*path, name))]
+
+
+COMMANDS = commands(typer.main.get_command(app))
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory) -> dict[str, Path]:
+    """One valid file or folder of every kind a command takes."""
+    base = tmp_path_factory.mktemp("seeds")
+    gen = base / "cluster" / "generated"
+    run_cli("build", str(TINY), "--out", str(gen))
+    full = json.loads((gen / "plan.json").read_bytes())
+    full["devices"] = [d for d in full["devices"] if d["name"] in KEEP]
+    full["links"] = [lk for lk in full["links"] if lk["a"]["device"] in KEEP and lk["b"]["device"] in KEEP]
+    (gen / "plan.json").write_text(json.dumps(full))
+    shutil.copy(TINY, base / "cluster" / "cluster.yaml")
+    lldp = {"lldp": {"interface": [{"Ethernet0": {"chassis": {"spine01": {"id": {"type": "mac",
+                                                                                   "value": "0c:42:a1:00:00:01"}}},
+                                                  "port": {"id": {"type": "ifname", "value": "Ethernet0"}}}}]}}
+    (base / "lldp.json").write_text(json.dumps(lldp))
+    frr = base / "frr" / "spine01"
+    frr.mkdir(parents=True)
+    (frr / "bgp-summary.json").write_text(json.dumps({"ipv4Unicast": {"peers": {"10.0.0.1": {"state": "Established",
+                                                                                           "pfxRcd": 1}}}}))
+    (base / "macs.csv").write_text("switch,mac\nspine01,0c:42:a1:00:00:01\n")
+    (base / "credentials.yml").write_text("username: admin\npassword: secret\n")
+    (base / "token").write_text("0123456789abcdef0123456789abcdef01234567\n")
+    results = base / "results" / "round-01" / "nccl"
+    results.mkdir(parents=True)
+    shutil.copy(SAMPLES / "nccl-all-reduce-tail.txt", results / "su001-gpu01.txt")
+    return {"cluster": gen, "plan": gen / "plan.json", "spec": base / "cluster" / "cluster.yaml",
+            "lldp": base / "lldp.json", "frr": base / "frr", "macs": base / "macs.csv",
+            "credentials": base / "credentials.yml", "token": base / "token", "results": base / "results"}
+
+
+KIND_BY_NAME = {"cluster": "cluster", "build": "cluster", "old": "cluster", "new": "cluster", "spec": "spec",
+                "acceptance": "plan", "lldp": "lldp", "frr": "frr", "macs": "macs", "host_macs": "macs",
+                "credentials": "credentials", "bmc_credentials": "credentials", "token_file": "token",
+                "results": "results", "ibnetdiscover": "lldp", "hosts": "macs", "state": "token"}
+HOSTILE = [t.decode("utf-8", "replace").replace("\x00", "") for t in TOKENS if len(t) < 100]
+text = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=30)
+hostile_text = st.sampled_from(HOSTILE) | text | st.builds("".join, st.lists(st.sampled_from(HOSTILE), max_size=4))
+urls = st.sampled_from(["http://127.0.0.1:9", "https://127.0.0.1:9/x", "http://[::1]:9", "127.0.0.1:9", "0.0.0.0:0",
+                        "http://x y", "http://[/x]", "ftp://h", "http://h:99999", "ssh://u@h", ":", ""]) | hostile_text
+numbers = st.sampled_from(["0", "-1", "1", "2", "1e999", "nan", "inf", "-inf", "99999999999999999999", "0x10",
+                           "1.5", "3"]) | st.integers(-(2**40), 2**40).map(str)
+
+
+def _annotation(param: click.Parameter) -> object:
+    return getattr(getattr(param, "type_descriptor", None), "annotation", None)
+
+
+def _is_path(param: click.Parameter) -> bool:
+    return "Path" in str(_annotation(param))
+
+
+def _is_number(param: click.Parameter) -> bool:
+    return any(t in str(_annotation(param)) for t in ("int", "float"))
+
+
+def _odd_path(work: Path) -> st.SearchStrategy[str]:
+    return st.sampled_from(["", "missing/x.json", str(work), "/dev/null", "/dev/zero", str(work / "[/x]"),
+                            str(work / "a\x1b[31mb"), str(work / ("n" * 300)), "-", str(work / "a\nb")])
+
+
+@st.composite
+def path_value(draw, param: click.Parameter, seeds: dict[str, Path], work: Path) -> str:
+    kind = KIND_BY_NAME.get(param.name)
+    seed = seeds.get(kind) if kind else None
+    choice = draw(st.sampled_from(["valid", "mutated", "odd", "odd", "fresh"] if seed else ["odd", "fresh"]))
+    if choice == "valid":
+        return str(seed)
+    if choice == "odd":
+        return draw(_odd_path(work))
+    if choice == "fresh":
+        return str(work / f"new-{draw(st.sampled_from(['out', 'x.xlsx', '[/x]', 'a b', 'ü']))}")
+    target = work / f"m-{param.name}"
+    shutil.rmtree(target, ignore_errors=True)
+    if seed.is_dir():
+        shutil.copytree(seed, target)
+        files = sorted(p for p in target.rglob("*") if p.is_file() and p.stat().st_size < 1_000_000)
+        victim = draw(st.sampled_from(files))
+        victim.write_bytes(draw(mutated(victim.read_bytes())))
+        return str(target)
+    target.write_bytes(draw(mutated(seed.read_bytes())))
+    return str(target)
+
+
+@st.composite
+def invocation(draw, words: tuple[str, ...], command: click.Command, seeds: dict[str, Path], work: Path) -> list[str]:
+    args: list[str] = list(words)
+    positional: list[str] = []
+    for param in command.params:
+        if param.name == "help" or not (param.required or draw(st.booleans())):
+            continue
+        if getattr(param, "is_flag", False):
+            args.append(param.opts[0])
+            continue
+        if _is_path(param):
+            value = draw(path_value(param, seeds, work))
+        elif _is_number(param):
+            value = draw(numbers)
+        elif any(w in param.name for w in ("url", "server", "netbox", "nautobot", "listen", "mirror", "report")):
+            value = draw(urls)
+        else:
+            value = draw(hostile_text)
+        if param.param_type_name == "argument":
+            positional.append(value)
+        else:
+            args += [param.opts[0], value]
+    if positional:
+        args += ["--", *positional]
+    return args
+
+
+def _no_program(*args, **kwargs):
+    argv = args[0] if args else kwargs.get("args")
+    name = argv if isinstance(argv, (str, bytes)) else (argv[0] if argv else "?")
+    raise FileNotFoundError(errno.ENOENT, "No such file or directory", name)
+
+
+def _refused(*args, **kwargs):
+    raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+
+
+def _in_use(*args, **kwargs):
+    raise OSError(errno.EADDRINUSE, "Address already in use")
+
+
+def _no_name(*args, **kwargs):
+    raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+
+@pytest.fixture
+def no_tools_no_network(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setattr(subprocess.Popen, "__init__", _no_program)
+    monkeypatch.setattr(os, "execvp", _no_program)
+    monkeypatch.setattr(socket.socket, "connect", _refused)
+    monkeypatch.setattr(socket.socket, "connect_ex", _refused)
+    monkeypatch.setattr(socket.socket, "bind", _in_use)
+    monkeypatch.setattr(socket, "getaddrinfo", _no_name)
+    monkeypatch.setattr(socket, "gethostbyname", _no_name)
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+ERROR_LINE = re.compile(r"^\s*(?:error|railforge: )", re.IGNORECASE)
+
+
+def names_something(line: str, args: list[str]) -> bool:
+    """An error line names what is wrong: an option or argument it was given, a file, a field or a value."""
+    body = ERROR_LINE.sub("", line).strip()
+    if len(body) < 12:
+        return False
+    given = [a for a in args if len(a) >= 3] + [Path(a).name for a in args if len(Path(a).name) >= 3]
+    if any(g in body or repr(g)[1:-1] in body for g in given):
+        return True
+    return bool(re.search(r"--[a-z]|['\"`]|[A-Za-z_][\w.\-\[\]]*:\s|\d", body))
+
+
+def judge(args: list[str], target: typer.Typer = app) -> None:
+    with no_hang():
+        result = CliRunner().invoke(target, args, env={"COLUMNS": "4000", "RAILFORGE_DEBUG": ""})
+    text = result.stdout + result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        import traceback
+
+        raise AssertionError(f"internal error for {args!r}: "
+                             + "".join(traceback.format_exception(result.exception))[-3000:])
+    assert result.exit_code != 70 and "internal error" not in text, (args, text[-2000:])
+    check_output(text)
+    for line in text.splitlines():
+        if ERROR_LINE.match(line):
+            assert names_something(line, args), f"error line names nothing: {line!r} for {args!r}"
+
+
+@pytest.mark.parametrize(("words", "command"), COMMANDS, ids=[" ".join(w) for w, _ in COMMANDS])
+def test_every_command_survives_hostile_input(words, command, seeds, no_tools_no_network) -> None:
+    work = no_tools_no_network
+
+    @fuzz
+    @given(invocation(words, command, seeds, work))
+    def case(args: list[str]) -> None:
+        judge(args)
+
+    case()
+
+
+def test_the_walk_finds_every_command() -> None:
+    """The walk reaches the nested commands as well as the top-level ones (a walk that stopped at the first
+    level would fuzz `lab`, not `lab up`)."""
+    names = {" ".join(w) for w, _ in COMMANDS}
+    assert {"build", "diff", "ztp", "verify cabling", "lab up", "health serve", "acceptance analyze"} <= names
+    assert len(names) == len(COMMANDS) >= 25
+
+
+def test_the_judge_catches_a_crash_an_exit_70_and_a_nameless_error() -> None:
+    """The judge is not vacuous: a crash, status 70 and an error line that names nothing each fail it; a line that
+    names its option and value passes."""
+    probe = typer.Typer()
+
+    @probe.command()
+    def run(what: str) -> None:
+        if what == "crash":
+            raise KeyError("devices")
+        if what == "named":
+            typer.echo("error: --out: 'x' is not a folder", err=True)
+            raise typer.Exit(2)
+        typer.echo("error: failed" if what == "nameless" else "railforge: internal error: x", err=True)
+        raise typer.Exit(2 if what == "nameless" else 70)
+
+    for what in ("crash", "nameless", "seventy"):
+        with pytest.raises(AssertionError):
+            judge([what], probe)
+    judge(["named"], probe)
