@@ -204,14 +204,17 @@ ERROR_LINE = re.compile(r"^\s*(?:error|railforge: )", re.IGNORECASE)
 
 
 def names_something(line: str, args: list[str]) -> bool:
-    """An error line names what is wrong: an option or argument it was given, a file, a field or a value."""
+    """An error line names what is wrong: an argument it was given (as the line's subject, `ARG: ...`, or
+    anywhere when it is three characters or more), an option, a file, a field or a value."""
     body = ERROR_LINE.sub("", line).strip()
     if len(body) < 12:
         return False
+    if any(body.startswith(f"{a}:") or body.startswith(f"{a!r}") for a in args if a):
+        return True
     given = [a for a in args if len(a) >= 3] + [Path(a).name for a in args if len(Path(a).name) >= 3]
     if any(g in body or repr(g)[1:-1] in body for g in given):
         return True
-    return bool(re.search(r"--[a-z]|['\"`]|[A-Za-z_][\w.\-\[\]]*:\s|\d", body))
+    return bool(re.search(r"--[a-z]|['\"`]|[A-Za-z_][\w.\-\[\]]*:\s|\d|/|\b[\w-]+\.[A-Za-z]\w*\b", body))
 
 
 def judge(args: list[str], target: typer.Typer = app) -> None:
