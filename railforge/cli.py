@@ -7,6 +7,7 @@ import fnmatch
 import gc
 import importlib.metadata
 import json
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -71,7 +72,8 @@ def _flags_without_type(params: list) -> list:
 class Command(TyperCommand):
     """Plain help: `SPEC` rather than `{spec}`, and no `<bool>` type for flags such as --help. Every path a
     command is given passes `args.check_path` before the command runs, so no command (one added later included)
-    meets a name the system refuses (ENAMETOOLONG) or prints one that holds a control character."""
+    meets a name the system refuses (ENAMETOOLONG) or prints one that holds a control character; no number
+    option is NaN or infinite (click's range checks let NaN through)."""
 
     def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:
         return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in super().collect_usage_pieces(ctx)]
@@ -82,13 +84,16 @@ class Command(TyperCommand):
     def invoke(self, ctx: typer.Context) -> object:
         for param in self.params:
             value = ctx.params.get(param.name)
+            name = param.opts[0] if param.param_type_name == "option" else param.name.upper()
             for item in value if isinstance(value, (list, tuple)) else (value,):
-                if isinstance(item, PurePath):
-                    try:
-                        check_path(item, param.opts[0] if param.param_type_name == "option" else param.name.upper())
-                    except ArgumentError as exc:
-                        say_error(str(exc))
-                        raise typer.Exit(2) from None
+                try:
+                    if isinstance(item, PurePath):
+                        check_path(item, name)
+                    elif isinstance(item, float) and not math.isfinite(item):
+                        raise ArgumentError(f"{name} {item}: want a finite number")
+                except ArgumentError as exc:
+                    say_error(str(exc))
+                    raise typer.Exit(2) from None
         return super().invoke(ctx)
 
 

@@ -16,6 +16,7 @@ from railforge.baremetal.files import BootOptions, boot_files
 from railforge.baremetal.hostmacs import TEMPLATE, HostMacError, read_host_macs
 from railforge.baremetal.identity import identities
 from railforge.baremetal.tree import write_boot_tree
+from railforge.inputs import is_control, shown
 from railforge.outdir import BuildError
 from railforge.ztp.credentials import CredentialError, load_credentials
 
@@ -29,11 +30,31 @@ class BootError(ValueError):
 
 
 def http_url(option: str, value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment \
-            or any(c.isspace() for c in value):
-        raise BootError(f"{option} {value!r}: want an HTTP(S) URL such as http://10.20.0.33:8080")
+    """An absolute http(s) URL with a host and a port 1-65535 if any; what urllib cannot split (`http://[/x]`)
+    or a port it cannot read is refused like any other bad URL."""
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        parts, port = None, 0
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.query \
+            or parts.fragment or port == 0 or any(c.isspace() or is_control(c) for c in value):
+        raise BootError(f"{option} {shown(value)}: want an HTTP(S) URL such as http://10.20.0.33:8080")
     return value.rstrip("/")
+
+
+TEMPLATE_FIELDS = ("{bmc}", "{host}")
+
+
+def url_template(option: str, value: str) -> str:
+    """A template of which only {bmc} and {host} are filled in (str.format would read any other field, or fail
+    on it)."""
+    rest = value
+    for name in TEMPLATE_FIELDS:
+        rest = rest.replace(name, "")
+    if "{" in rest or "}" in rest:
+        raise BootError(f"{option} {shown(value)}: only {{bmc}} and {{host}} may stand in braces")
+    return value
 
 
 def host_file(cluster: Path, given: Path | None) -> Path:
@@ -195,6 +216,11 @@ def _bmc(action: str, cluster: Path, hosts: str, host_macs: Path | None, bmc_cre
         plan, _ = outdir.load(cluster, out)
         ids = select(identities(plan, read_host_macs(host_file(cluster, host_macs), plan)), hosts)
         creds = bmc_credentials(bmc_credentials_file, dict(os.environ))
+        if system_id is not None:
+            url_template("--system-id", system_id)
+            if any(c.isspace() or is_control(c) or c in "/?#" for c in system_id):
+                raise BootError(f"--system-id {shown(system_id)}: one path segment, without spaces")
+        http_url("--url", url_template("--url", url).replace("{bmc}", "192.0.2.1").replace("{host}", "h"))
         if not url.startswith(("http://", "https://")) or "{bmc}" not in url and "{host}" not in url:
             raise BootError(f"--url {url!r}: want a URL template naming {{bmc}} (the planned BMC IP) or {{host}}, "
                             "e.g. https://{bmc}")

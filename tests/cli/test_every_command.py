@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from railforge.cli import app
+from tests.baremetal.conftest import fill_host_macs
 from tests.conftest import ROOT, run_cli
 from tests.helpers.hostile import TOKENS, check_output, mutated, no_hang
 
@@ -80,37 +81,49 @@ def seeds(tmp_path_factory) -> dict[str, Path]:
     (base / "macs.csv").write_text("switch,mac\nspine01,0c:42:a1:00:00:01\n")
     (base / "credentials.yml").write_text("username: admin\npassword: secret\n")
     (base / "token").write_text("0123456789abcdef0123456789abcdef01234567\n")
+    host_macs = base / "cluster" / "host-macs.csv"
+    fill_host_macs(gen / "host-macs.csv", host_macs)
+    rows = host_macs.read_text().splitlines(keepends=True)
+    host_macs.write_text("".join(rows[:1] + [r for r in rows[1:] if r.split(",")[0] in KEEP]))
+    (base / "state").mkdir()
+    (base / "state" / "state.json").write_text(json.dumps({"active": {}, "drained": {"su001-gpu01": "rail down"}}))
     results = base / "results" / "round-01" / "nccl"
     results.mkdir(parents=True)
     shutil.copy(SAMPLES / "nccl-all-reduce-tail.txt", results / "su001-gpu01.txt")
-    return {"cluster": gen, "plan": gen / "plan.json", "spec": base / "cluster" / "cluster.yaml",
+    return {"cluster": base / "cluster", "build": gen, "spec": base / "cluster" / "cluster.yaml",
+            "link": full["links"][0]["id"],
             "lldp": base / "lldp.json", "frr": base / "frr", "macs": base / "macs.csv",
-            "credentials": base / "credentials.yml", "token": base / "token", "results": base / "results"}
+            "credentials": base / "credentials.yml", "token": base / "token", "results": base / "results",
+            "state": base / "state", "host_macs": host_macs}
 
 
-KIND_BY_NAME = {"cluster": "cluster", "build": "cluster", "old": "cluster", "new": "cluster", "spec": "spec",
-                "acceptance": "plan", "lldp": "lldp", "frr": "frr", "macs": "macs", "host_macs": "macs",
+KIND_BY_NAME = {"cluster": "cluster", "build": "build", "old": "build", "new": "build", "spec": "spec", "to": "spec",
+                "lldp": "lldp", "ibnetdiscover": "lldp", "frr": "frr", "macs": "macs", "host_macs": "host_macs",
                 "credentials": "credentials", "bmc_credentials": "credentials", "token_file": "token",
-                "results": "results", "ibnetdiscover": "lldp", "hosts": "macs", "state": "token"}
+                "results": "results", "ca_file": "token", "state_dir": "state"}
+URL = "http://127.0.0.1:9"
+VALID = {"server": URL, "report": URL, "netbox": URL, "listen": "127.0.0.1:9", "lab": "j30f", "switch": "spine01",
+         "cable_a": "LINK", "cable_b": "LINK"}
+"""Values that let a command get past its arguments: required ones, and --netbox (sot wants one of two)."""
 HOSTILE = [t.decode("utf-8", "replace").replace("\x00", "") for t in TOKENS if len(t) < 100]
 text = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=30)
 hostile_text = st.sampled_from(HOSTILE) | text | st.builds("".join, st.lists(st.sampled_from(HOSTILE), max_size=4))
-urls = st.sampled_from(["http://127.0.0.1:9", "https://127.0.0.1:9/x", "http://[::1]:9", "127.0.0.1:9", "0.0.0.0:0",
+urls = st.sampled_from([URL, "https://127.0.0.1:9/x", "http://[::1]:9", "127.0.0.1:9", "0.0.0.0:0", "[::1]:99999",
                         "http://x y", "http://[/x]", "ftp://h", "http://h:99999", "ssh://u@h", ":", ""]) | hostile_text
 numbers = st.sampled_from(["0", "-1", "1", "2", "1e999", "nan", "inf", "-inf", "99999999999999999999", "0x10",
                            "1.5", "3"]) | st.integers(-(2**40), 2**40).map(str)
 
 
-def _annotation(param: click.Parameter) -> object:
-    return getattr(getattr(param, "type_descriptor", None), "annotation", None)
+def _annotation(param: click.Parameter) -> str:
+    return str(getattr(getattr(param, "type_descriptor", None), "annotation", ""))
 
 
 def _is_path(param: click.Parameter) -> bool:
-    return "Path" in str(_annotation(param))
+    return "Path" in _annotation(param)
 
 
 def _is_number(param: click.Parameter) -> bool:
-    return any(t in str(_annotation(param)) for t in ("int", "float"))
+    return any(t in _annotation(param) for t in ("int", "float"))
 
 
 def _odd_path(work: Path) -> st.SearchStrategy[str]:
@@ -118,47 +131,67 @@ def _odd_path(work: Path) -> st.SearchStrategy[str]:
                             str(work / "a\x1b[31mb"), str(work / ("n" * 300)), "-", str(work / "a\nb")])
 
 
+def _fresh(work: Path) -> st.SearchStrategy[str]:
+    return st.sampled_from(["out", "x.xlsx", "[/x]", "a b", "ü", "d/e.json"]).map(lambda n: str(work / "new" / n))
+
+
 @st.composite
-def path_value(draw, param: click.Parameter, seeds: dict[str, Path], work: Path) -> str:
-    kind = KIND_BY_NAME.get(param.name)
-    seed = seeds.get(kind) if kind else None
-    choice = draw(st.sampled_from(["valid", "mutated", "odd", "odd", "fresh"] if seed else ["odd", "fresh"]))
-    if choice == "valid":
-        return str(seed)
-    if choice == "odd":
-        return draw(_odd_path(work))
-    if choice == "fresh":
-        return str(work / f"new-{draw(st.sampled_from(['out', 'x.xlsx', '[/x]', 'a b', 'ü']))}")
-    target = work / f"m-{param.name}"
+def mutated_copy(draw, seed: Path, work: Path, name: str) -> str:
+    """A copy of `seed` with one file mutated: a folder's plan.json or spec most of the time, else any file."""
+    target = work / f"m-{name}"
     shutil.rmtree(target, ignore_errors=True)
-    if seed.is_dir():
-        shutil.copytree(seed, target)
-        files = sorted(p for p in target.rglob("*") if p.is_file() and p.stat().st_size < 1_000_000)
-        victim = draw(st.sampled_from(files))
-        victim.write_bytes(draw(mutated(victim.read_bytes())))
+    if not seed.is_dir():
+        target.write_bytes(draw(mutated(seed.read_bytes())))
         return str(target)
-    target.write_bytes(draw(mutated(seed.read_bytes())))
+    shutil.copytree(seed, target)
+    files = sorted(p for p in target.rglob("*") if p.is_file() and p.stat().st_size < 1_000_000)
+    main = [p for p in files if p.name in ("plan.json", "cluster.yaml")]
+    victim = draw(st.sampled_from(main) if main and draw(st.integers(0, 3)) else st.sampled_from(files))
+    victim.write_bytes(draw(mutated(victim.read_bytes())))
     return str(target)
+
+
+def valid_value(param: click.Parameter, seeds: dict[str, Path], work: Path) -> str | None:
+    """A value the command accepts, or None to leave an optional parameter out."""
+    if param.name in VALID:
+        return seeds["link"] if VALID[param.name] == "LINK" else VALID[param.name]
+    if not param.required:
+        return None
+    kind = KIND_BY_NAME.get(param.name)
+    if _is_path(param):
+        return str(seeds[kind]) if kind else str(work / "new" / param.name)
+    return "1" if _is_number(param) else "x"
+
+
+def hostile_value(param: click.Parameter, seeds: dict[str, Path], work: Path) -> st.SearchStrategy[str]:
+    if _is_path(param):
+        kind = KIND_BY_NAME.get(param.name)
+        if kind in seeds:
+            return st.one_of(mutated_copy(seeds[kind], work, param.name), mutated_copy(seeds[kind], work, param.name),
+                             _odd_path(work), _fresh(work))
+        return _odd_path(work) | _fresh(work)
+    if _is_number(param):
+        return numbers
+    if any(w in param.name for w in ("url", "server", "netbox", "nautobot", "listen", "mirror", "report")):
+        return urls
+    return hostile_text
 
 
 @st.composite
 def invocation(draw, words: tuple[str, ...], command: click.Command, seeds: dict[str, Path], work: Path) -> list[str]:
+    """The command with every parameter valid but one (or none), which gets a hostile value; flags at random."""
+    params = [p for p in command.params if p.name != "help"]
+    target = draw(st.sampled_from([None, *params]))
     args: list[str] = list(words)
     positional: list[str] = []
-    for param in command.params:
-        if param.name == "help" or not (param.required or draw(st.booleans())):
-            continue
+    for param in params:
         if getattr(param, "is_flag", False):
-            args.append(param.opts[0])
+            if param is target or draw(st.booleans()):
+                args.append(param.opts[0])
             continue
-        if _is_path(param):
-            value = draw(path_value(param, seeds, work))
-        elif _is_number(param):
-            value = draw(numbers)
-        elif any(w in param.name for w in ("url", "server", "netbox", "nautobot", "listen", "mirror", "report")):
-            value = draw(urls)
-        else:
-            value = draw(hostile_text)
+        value = draw(hostile_value(param, seeds, work)) if param is target else valid_value(param, seeds, work)
+        if value is None:
+            continue
         if param.param_type_name == "argument":
             positional.append(value)
         else:
@@ -168,9 +201,12 @@ def invocation(draw, words: tuple[str, ...], command: click.Command, seeds: dict
     return args
 
 
-def _no_program(*args, **kwargs):
-    argv = args[0] if args else kwargs.get("args")
-    name = argv if isinstance(argv, (str, bytes)) else (argv[0] if argv else "?")
+def _no_popen(self, argv=None, *args, **kwargs):
+    _no_program(argv if argv is not None else kwargs.get("args"))
+
+
+def _no_program(argv=None, *args, **kwargs):
+    name = argv if isinstance(argv, (str, bytes, os.PathLike)) else (argv[0] if argv else "?")
     raise FileNotFoundError(errno.ENOENT, "No such file or directory", name)
 
 
@@ -188,7 +224,7 @@ def _no_name(*args, **kwargs):
 
 @pytest.fixture
 def no_tools_no_network(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setattr(subprocess.Popen, "__init__", _no_program)
+    monkeypatch.setattr(subprocess.Popen, "__init__", _no_popen)
     monkeypatch.setattr(os, "execvp", _no_program)
     monkeypatch.setattr(socket.socket, "connect", _refused)
     monkeypatch.setattr(socket.socket, "connect_ex", _refused)
