@@ -213,14 +213,14 @@ def _bmc(action: str, cluster: Path, hosts: str, host_macs: Path | None, bmc_cre
 
     err = Console(stderr=True, soft_wrap=True)
     try:
-        plan, _ = outdir.load(cluster, out)
-        ids = select(identities(plan, read_host_macs(host_file(cluster, host_macs), plan)), hosts)
-        creds = bmc_credentials(bmc_credentials_file, dict(os.environ))
         if system_id is not None:
             url_template("--system-id", system_id)
             if any(c.isspace() or is_control(c) or c in "/?#" for c in system_id):
                 raise BootError(f"--system-id {shown(system_id)}: one path segment, without spaces")
         http_url("--url", url_template("--url", url).replace("{bmc}", "192.0.2.1").replace("{host}", "h"))
+        plan, _ = outdir.load(cluster, out)
+        ids = select(identities(plan, read_host_macs(host_file(cluster, host_macs), plan)), hosts)
+        creds = bmc_credentials(bmc_credentials_file, dict(os.environ))
         if not url.startswith(("http://", "https://")) or "{bmc}" not in url and "{host}" not in url:
             raise BootError(f"--url {url!r}: want a URL template naming {{bmc}} (the planned BMC IP) or {{host}}, "
                             "e.g. https://{bmc}")

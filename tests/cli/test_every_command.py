@@ -253,7 +253,7 @@ def names_something(line: str, args: list[str]) -> bool:
     return bool(re.search(r"--[a-z]|['\"`]|[A-Za-z_][\w.\-\[\]]*:\s|\d|/|\b[\w-]+\.[A-Za-z]\w*\b", body))
 
 
-def judge(args: list[str], target: typer.Typer = app) -> None:
+def judge(args: list[str], target: typer.Typer = app) -> str:
     with no_hang():
         result = CliRunner().invoke(target, args, env={"COLUMNS": "4000", "RAILFORGE_DEBUG": ""})
     text = result.stdout + result.stderr
@@ -267,6 +267,7 @@ def judge(args: list[str], target: typer.Typer = app) -> None:
     for line in text.splitlines():
         if ERROR_LINE.match(line):
             assert names_something(line, args), f"error line names nothing: {line!r} for {args!r}"
+    return text
 
 
 @pytest.mark.parametrize(("words", "command"), COMMANDS, ids=[" ".join(w) for w, _ in COMMANDS])
@@ -279,6 +280,43 @@ def test_every_command_survives_hostile_input(words, command, seeds, no_tools_no
         judge(args)
 
     case()
+
+
+FOUND = {
+    "usage error echoes a bidi override": (["lab", "swap", "{cluster}", "a", "b", "\u202e"], "(\\u202e)"),
+    "a path component over 255 bytes": (["lab", "up", "--out", "{work}/" + "n" * 300, "--", "{cluster}"],
+                                        "is 300 bytes; a file or folder name is at most 255 bytes"),
+    "an escape in a path": (["acceptance", "analyze", "--out", "{work}/a\x1b[31mb", "--", "{cluster}", "{results}"],
+                            "holds the control character '\\x1b'; a path is printable text"),
+    "a file where a folder is expected": (["acceptance", "analyze", "--acceptance", "/dev/null", "--", "{cluster}",
+                                           "{results}"], "/dev/null/plan.json: cannot read: Not a directory"),
+    "a state folder that is a file": (["health", "serve", "--state-dir", "/dev/null", "--", "{cluster}"],
+                                      "--state-dir /dev/null: cannot use it: File exists"),
+    "a hand-edited health state file": (["health", "serve", "--state-dir", "{work}/state", "--", "{cluster}"],
+                                        "not a health state file: active: 3: input should be a valid dictionary"),
+    "an infinite number": (["health", "serve", "--rate", "1e999", "--", "{cluster}"],
+                           "--rate inf: want a finite number"),
+    "a program that is not installed": (["lab", "down", "--", "{cluster}"], "ip: not found; the lab needs iproute2"),
+    "a URL urllib cannot split": (["boot", "files", "--server", "http://[/x]", "--report", URL, "--", "{cluster}"],
+                                  "--server 'http://[/x]': want an HTTP(S) URL"),
+    "a format field other than {bmc} and {host}": (["bmc", "inventory", "--url", "https://{bmc}{x}", "--",
+                                                    "{cluster}"], "only {bmc} and {host} may stand in braces"),
+}
+
+
+@pytest.mark.parametrize("case", list(FOUND))
+def test_every_class_the_fuzz_found_is_a_clean_error(case: str, seeds, no_tools_no_network) -> None:
+    """The minimal case of each class of internal error or unescaped output the walk found, with its message."""
+    work = no_tools_no_network
+    (work / "state").mkdir()
+    (work / "state" / "state.json").write_text('{"active": 3}')
+    args, expected = FOUND[case]
+    fill = {"{cluster}": str(seeds["cluster"]), "{results}": str(seeds["results"]), "{work}": str(work)}
+    for key, value in fill.items():
+        args = [a.replace(key, value) for a in args]
+        expected = expected.replace(key, value)
+    text = judge(args)
+    assert expected in " ".join(text.split()), text[-1500:]
 
 
 def test_the_walk_finds_every_command() -> None:
