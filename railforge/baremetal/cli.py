@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from railforge import outdir
+from railforge import outdir, show
 from railforge.baremetal.files import BootOptions, boot_files
 from railforge.baremetal.hostmacs import TEMPLATE, HostMacError, read_host_macs
 from railforge.baremetal.identity import identities
@@ -67,7 +67,7 @@ def host_file(cluster: Path, given: Path | None) -> Path:
 
 def say(console: Console, level: str, text: str) -> None:
     colour = {"error": "red", "note": "yellow"}.get(level, "green")
-    console.print(f"[{colour}]{level}[/{colour}] {escape(text)}", highlight=False)
+    console.print(f"[{colour}]{level}[/{colour}] {escape(show.plain(text))}", highlight=False)
 
 
 @boot_app.command("files")

@@ -25,6 +25,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -277,6 +278,8 @@ def test_every_command_survives_hostile_input(words, command, seeds, no_tools_no
     @fuzz
     @given(invocation(words, command, seeds, work))
     def case(args: list[str]) -> None:
+        work.mkdir(exist_ok=True)  # `build --out WORK` replaces the folder this process stands in
+        os.chdir(work)
         judge(args)
 
     case()
@@ -299,6 +302,8 @@ FOUND = {
     "a program that is not installed": (["lab", "down", "--", "{cluster}"], "ip: not found; the lab needs iproute2"),
     "a URL urllib cannot split": (["boot", "files", "--server", "http://[/x]", "--report", URL, "--", "{cluster}"],
                                   "--server 'http://[/x]': want an HTTP(S) URL"),
+    "an escape in a free-text option": (["boot", "files", "--server", URL, "--report", URL, "--credentials",
+                                         "\x1b[31m", "--", "{cluster}"], "--credentials \\x1b[31m: cannot read"),
     "a format field other than {bmc} and {host}": (["bmc", "inventory", "--url", "https://{bmc}{x}", "--",
                                                     "{cluster}"], "only {bmc} and {host} may stand in braces"),
 }
@@ -317,6 +322,18 @@ def test_every_class_the_fuzz_found_is_a_clean_error(case: str, seeds, no_tools_
         expected = expected.replace(key, value)
     text = judge(args)
     assert expected in " ".join(text.split()), text[-1500:]
+
+
+def test_a_deleted_current_folder_is_one_line(tmp_path: Path) -> None:
+    """`railforge build SPEC --out .` replaces the folder the shell stands in; the next command there is told so."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f"cd {gone} && rmdir {gone} && exec {sys.executable} -m railforge diff a b"
+    proc = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == ("railforge: the current folder no longer exists (a build with --out . replaces it): cd to "
+                           "a folder that exists\n")
 
 
 def test_the_walk_finds_every_command() -> None:
