@@ -13,7 +13,7 @@ does, every connect and bind is refused, and names do not resolve. That is a sta
 the commands that drive namespaces, BMCs, NetBox or a webhook server from touching this machine. What the
 commands do past that point (a live lab, a real NetBox) is fuzzed by their own tests, not here.
 
-RAILFORGE_CLI_FUZZ_EXAMPLES sets the cases per command (default 6: about a minute for the whole app here).
+RAILFORGE_CLI_FUZZ_EXAMPLES sets the cases per command (default 10: under a minute for the whole app here).
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import click
@@ -40,7 +42,7 @@ from tests.baremetal.conftest import fill_host_macs
 from tests.conftest import ROOT, run_cli
 from tests.helpers.hostile import TOKENS, check_output, mutated, no_hang
 
-EXAMPLES = int(os.environ.get("RAILFORGE_CLI_FUZZ_EXAMPLES", "6"))
+EXAMPLES = int(os.environ.get("RAILFORGE_CLI_FUZZ_EXAMPLES", "10"))
 TINY = ROOT / "tests" / "specs" / "tiny-roce.yaml"
 SAMPLES = ROOT / "tests" / "acceptance" / "samples"
 KEEP = {"su001-leaf-r0", "spine01", "spine02", "su001-gpu01"}
@@ -225,14 +227,26 @@ def _no_name(*args, **kwargs):
 
 @pytest.fixture
 def no_tools_no_network(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setattr(subprocess.Popen, "__init__", _no_popen)
-    monkeypatch.setattr(os, "execvp", _no_program)
-    monkeypatch.setattr(socket.socket, "connect", _refused)
-    monkeypatch.setattr(socket.socket, "connect_ex", _refused)
-    monkeypatch.setattr(socket.socket, "bind", _in_use)
-    monkeypatch.setattr(socket, "getaddrinfo", _no_name)
-    monkeypatch.setattr(socket, "gethostbyname", _no_name)
-    monkeypatch.setattr("time.sleep", lambda s: None)
+    """The calls of this test's thread and of the threads its commands start fail as on a bare machine; threads
+    that were running before (servers of other modules' session fixtures) keep the real calls."""
+    before = {t.ident for t in threading.enumerate() if t is not threading.main_thread()}
+
+    def bare(obj: object, name: str, fake) -> None:
+        real = getattr(obj, name)
+
+        def call(*args, **kwargs):
+            return (real if threading.get_ident() in before else fake)(*args, **kwargs)
+
+        monkeypatch.setattr(obj, name, call)
+
+    bare(subprocess.Popen, "__init__", _no_popen)
+    bare(os, "execvp", _no_program)
+    bare(socket.socket, "connect", _refused)
+    bare(socket.socket, "connect_ex", _refused)
+    bare(socket.socket, "bind", _in_use)
+    bare(socket, "getaddrinfo", _no_name)
+    bare(socket, "gethostbyname", _no_name)
+    bare(time, "sleep", lambda seconds: None)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -304,6 +318,8 @@ FOUND = {
                                   "--server 'http://[/x]': want an HTTP(S) URL"),
     "an escape in a free-text option": (["boot", "files", "--server", URL, "--report", URL, "--credentials",
                                          "\x1b[31m", "--", "{cluster}"], "--credentials \\x1b[31m: cannot read"),
+    "ibnetdiscover output without a node": (["verify", "cabling", "--ibnetdiscover", "{work}/empty", "--", "{cluster}"],
+                                            "{work}/empty: no Switch or Ca blocks found"),
     "a format field other than {bmc} and {host}": (["bmc", "inventory", "--url", "https://{bmc}{x}", "--",
                                                     "{cluster}"], "only {bmc} and {host} may stand in braces"),
 }
@@ -315,6 +331,7 @@ def test_every_class_the_fuzz_found_is_a_clean_error(case: str, seeds, no_tools_
     work = no_tools_no_network
     (work / "state").mkdir()
     (work / "state" / "state.json").write_text('{"active": 3}')
+    (work / "empty").write_text("")
     args, expected = FOUND[case]
     fill = {"{cluster}": str(seeds["cluster"]), "{results}": str(seeds["results"]), "{work}": str(work)}
     for key, value in fill.items():
