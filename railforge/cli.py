@@ -9,6 +9,7 @@ import importlib.metadata
 import json
 import math
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path, PurePath
@@ -69,6 +70,18 @@ def _flags_without_type(params: list) -> list:
     return params
 
 
+def _not_special(path: PurePath, option: str) -> None:
+    """No command reads or writes a device, FIFO or socket: readers would block or grow, and a writer's atomic
+    rename would replace the node itself (as root, `--work-order /dev/zero` left a spreadsheet in its place)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise ArgumentError(f"{show.plain(path)}: cannot read: it is not a regular file (a FIFO, device or socket), "
+                            f"and no command writes over one ({option}); give a file or a folder")
+
+
 class Command(TyperCommand):
     """Plain help: `SPEC` rather than `{spec}`, and no `<bool>` type for flags such as --help. Every path a
     command is given passes `args.check_path` before the command runs, so no command (one added later included)
@@ -81,6 +94,19 @@ class Command(TyperCommand):
     def get_params(self, ctx: typer.Context) -> list:
         return _flags_without_type(super().get_params(ctx))
 
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        """An empty path (`--lldp ''`) is refused: typer turns it into `.`, the current folder, which nobody
+        typed."""
+        given = list(args)
+        rest = super().parse_args(ctx, args)
+        if "" in given and not any(a == "." or a.endswith("=.") for a in given):
+            for param in self.params:
+                value = ctx.params.get(param.name)
+                if any(isinstance(v, PurePath) and str(v) == "." for v in
+                       (value if isinstance(value, (list, tuple)) else (value,))):
+                    raise typer.BadParameter("an empty path; give a file or folder name", ctx=ctx, param=param)
+        return rest
+
     def invoke(self, ctx: typer.Context) -> object:
         for param in self.params:
             value = ctx.params.get(param.name)
@@ -89,6 +115,8 @@ class Command(TyperCommand):
                 try:
                     if isinstance(item, PurePath):
                         check_path(item, name)
+                        if param.param_type_name == "option":  # files written are options; arguments are read
+                            _not_special(item, name)
                     elif isinstance(item, float) and not math.isfinite(item):
                         raise ArgumentError(f"{name} {item}: want a finite number")
                 except ArgumentError as exc:

@@ -1,12 +1,12 @@
 """Every command of the `railforge` app, found by walking the typer app (a command added later is fuzzed without
 touching this file), invoked in-process with fuzzed arguments and fuzzed or corrupted input files.
 
-What a parameter gets is read from its declaration: a Path gets the kind of file its name says (a built folder or
-plan.json for CLUSTER/OLD/NEW/BUILD, the spec, a MAC list, LLDP/FRR dumps, burn-in results, credentials), valid,
-mutated by `tests.helpers.hostile` (bytes, JSON shapes, markup, escapes) or replaced by a folder, /dev/null, a
-missing file or a hostile name; numbers get any number, out-of-range ones included; strings and URLs get hostile
-text. A case fails on an exception other than the CLI's own exit, status 70 or "internal error", a traceback, an
-unescaped control character, a hang, or an error line that names nothing (no option, argument, file or value).
+What a parameter gets is read from its declaration: a Path gets the kind of file its name says (a built folder
+or plan.json for CLUSTER/OLD/NEW/BUILD, the spec, a MAC list, LLDP/FRR dumps, burn-in results, credentials),
+valid, mutated by `tests.helpers.hostile` (bytes, JSON shapes, markup, escapes) or replaced by a folder, a device
+node or FIFO of its own, a missing file or a hostile name; numbers get any number, out-of-range ones included;
+strings and URLs get hostile text. A case fails on an exception other than the CLI's own exit, status 70 or
+"internal error", a traceback, an unescaped control character, a hang, or an error line that names nothing.
 
 The run is a machine with nothing installed and no network: every subprocess start fails as a missing program
 does, every connect and bind is refused, and names do not resolve. That is a state a user can be in, and it keeps
@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -130,8 +131,23 @@ def _is_number(param: click.Parameter) -> bool:
 
 
 def _odd_path(work: Path) -> st.SearchStrategy[str]:
-    return st.sampled_from(["", "missing/x.json", str(work), "/dev/null", "/dev/zero", str(work / "[/x]"),
-                            str(work / "a\x1b[31mb"), str(work / ("n" * 300)), "-", str(work / "a\nb")])
+    """Odd paths, all under the work folder: the device node and FIFO are the test's own (a command that wrote
+    to /dev/zero as root once replaced the system's node with a spreadsheet)."""
+    return st.sampled_from(["", "missing/x.json", str(work), str(work / "zero"), str(work / "fifo"),
+                            str(work / "[/x]"), str(work / "a\x1b[31mb"), str(work / ("n" * 300)), "-",
+                            str(work / "a\nb")])
+
+
+def special_files(work: Path) -> None:
+    """`work/zero`, a character device like /dev/zero (a FIFO where mknod is not allowed), and `work/fifo`."""
+    for name, make in (("zero", lambda p: os.mknod(p, stat.S_IFCHR | 0o666, os.makedev(1, 5))),
+                       ("fifo", os.mkfifo)):
+        path = work / name
+        if not path.exists():
+            try:
+                make(path)
+            except PermissionError:
+                os.mkfifo(path)
 
 
 def _fresh(work: Path) -> st.SearchStrategy[str]:
@@ -294,6 +310,7 @@ def test_every_command_survives_hostile_input(words, command, seeds, no_tools_no
     def case(args: list[str]) -> None:
         work.mkdir(exist_ok=True)  # `build --out WORK` replaces the folder this process stands in
         os.chdir(work)
+        special_files(work)
         judge(args)
 
     case()
@@ -305,10 +322,14 @@ FOUND = {
                                         "is 300 bytes; a file or folder name is at most 255 bytes"),
     "an escape in a path": (["acceptance", "analyze", "--out", "{work}/a\x1b[31mb", "--", "{cluster}", "{results}"],
                             "holds the control character '\\x1b'; a path is printable text"),
-    "a file where a folder is expected": (["acceptance", "analyze", "--acceptance", "/dev/null", "--", "{cluster}",
-                                           "{results}"], "/dev/null/plan.json: cannot read: Not a directory"),
-    "a state folder that is a file": (["health", "serve", "--state-dir", "/dev/null", "--", "{cluster}"],
-                                      "--state-dir /dev/null: cannot use it: File exists"),
+    "a file where a folder is expected": (["acceptance", "analyze", "--acceptance", "{work}/empty", "--",
+                                           "{cluster}", "{results}"],
+                                          "{work}/empty/plan.json: cannot read: Not a directory"),
+    "a state folder that is a file": (["health", "serve", "--state-dir", "{work}/empty", "--", "{cluster}"],
+                                      "--state-dir {work}/empty: cannot use it: File exists"),
+    "a device as an output file": (["diff", "{build}", "{build}", "--work-order", "{work}/zero"],
+                                   "{work}/zero: cannot read: it is not a regular file (a FIFO, device or socket), "
+                                   "and no command writes over one (--work-order)"),
     "a hand-edited health state file": (["health", "serve", "--state-dir", "{work}/state", "--", "{cluster}"],
                                         "not a health state file: active: 3: input should be a valid dictionary"),
     "an infinite number": (["health", "serve", "--rate", "1e999", "--", "{cluster}"],
@@ -320,6 +341,9 @@ FOUND = {
                                          "\x1b[31m", "--", "{cluster}"], "--credentials \\x1b[31m: cannot read"),
     "ibnetdiscover output without a node": (["verify", "cabling", "--ibnetdiscover", "{work}/empty", "--", "{cluster}"],
                                             "{work}/empty: no Switch or Ca blocks found"),
+    "an empty path, which typer reads as the current folder": (["verify", "cabling", "--lldp", "", "--",
+                                                               "{cluster}"],
+                                                              "Invalid value for '--lldp': an empty path"),
     "a format field other than {bmc} and {host}": (["bmc", "inventory", "--url", "https://{bmc}{x}", "--",
                                                     "{cluster}"], "only {bmc} and {host} may stand in braces"),
 }
@@ -333,7 +357,9 @@ def test_every_class_the_fuzz_found_is_a_clean_error(case: str, seeds, no_tools_
     (work / "state" / "state.json").write_text('{"active": 3}')
     (work / "empty").write_text("")
     args, expected = FOUND[case]
-    fill = {"{cluster}": str(seeds["cluster"]), "{results}": str(seeds["results"]), "{work}": str(work)}
+    special_files(work)
+    fill = {"{cluster}": str(seeds["cluster"]), "{results}": str(seeds["results"]), "{work}": str(work),
+            "{build}": str(seeds["build"])}
     for key, value in fill.items():
         args = [a.replace(key, value) for a in args]
         expected = expected.replace(key, value)
