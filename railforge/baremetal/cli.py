@@ -180,14 +180,19 @@ def bmc_credentials(source: Path | None, environ: dict[str, str]):
     import yaml
 
     from railforge.baremetal.redfish import Credentials
+    from railforge.inputs import InputError, read_text
+    from railforge.spec import yamlsafe
 
     if source is not None:
         try:
             if not source.is_file() or source.stat().st_size > 64 * 1024:
                 raise BootError(f"--bmc-credentials {source}: want a regular file under 64 KiB")
-            data = yaml.safe_load(source.read_text())
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise BootError(f"--bmc-credentials {source}: cannot read ({exc.__class__.__name__})") from None
+            data = yamlsafe.load(read_text(source, 64 * 1024))[0]
+        except InputError as exc:
+            raise BootError(f"--bmc-credentials {exc}") from None
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
+            reason = " ".join(str(exc).split())[:200] if isinstance(exc, yaml.YAMLError) else type(exc).__name__
+            raise BootError(f"--bmc-credentials {source}: cannot read ({reason})") from None
         if not isinstance(data, dict) or set(data) != {"username", "password"} or \
                 not all(isinstance(v, str) and v for v in data.values()):
             raise BootError(f"--bmc-credentials {source}: want a mapping with exactly `username` and `password` "

@@ -344,6 +344,8 @@ FOUND = {
     "an empty path, which typer reads as the current folder": (["verify", "cabling", "--lldp", "", "--",
                                                                "{cluster}"],
                                                               "Invalid value for '--lldp': an empty path"),
+    "a YAML file nested 3,000 deep": (["bmc", "power", "--bmc-credentials", "{work}/deep.yml", "--", "{cluster}"],
+                                      "--bmc-credentials {work}/deep.yml: cannot read ("),
     "a format field other than {bmc} and {host}": (["bmc", "inventory", "--url", "https://{bmc}{x}", "--",
                                                     "{cluster}"], "only {bmc} and {host} may stand in braces"),
 }
@@ -356,6 +358,7 @@ def test_every_class_the_fuzz_found_is_a_clean_error(case: str, seeds, no_tools_
     (work / "state").mkdir()
     (work / "state" / "state.json").write_text('{"active": 3}')
     (work / "empty").write_text("")
+    (work / "deep.yml").write_text("[" * 3000)
     args, expected = FOUND[case]
     special_files(work)
     fill = {"{cluster}": str(seeds["cluster"]), "{results}": str(seeds["results"]), "{work}": str(work),
