@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import gc
 import importlib.metadata
 import json
+import math
 import os
+import stat
 import sys
-from pathlib import Path
+from collections.abc import Iterator
+from pathlib import Path, PurePath
 from typing import Annotated
 
 import typer
@@ -66,8 +70,23 @@ def _flags_without_type(params: list) -> list:
     return params
 
 
+def _not_special(path: PurePath, option: str) -> None:
+    """No command reads or writes a device, FIFO or socket: readers would block or grow, and a writer's atomic
+    rename would replace the node itself (as root, `--work-order /dev/zero` left a spreadsheet in its place)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise ArgumentError(f"{show.plain(path)}: cannot read: it is not a regular file (a FIFO, device or socket), "
+                            f"and no command writes over one ({option}); give a file or a folder")
+
+
 class Command(TyperCommand):
-    """Plain help: `SPEC` rather than `{spec}`, and no `<bool>` type for flags such as --help."""
+    """Plain help: `SPEC` rather than `{spec}`, and no `<bool>` type for flags such as --help. Every path a
+    command is given passes `args.check_path` before the command runs, so no command (one added later included)
+    meets a name the system refuses (ENAMETOOLONG) or prints one that holds a control character; no number
+    option is NaN or infinite (click's range checks let NaN through)."""
 
     def collect_usage_pieces(self, ctx: typer.Context) -> list[str]:
         return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in super().collect_usage_pieces(ctx)]
@@ -75,10 +94,63 @@ class Command(TyperCommand):
     def get_params(self, ctx: typer.Context) -> list:
         return _flags_without_type(super().get_params(ctx))
 
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        """An empty path (`--lldp ''`) is refused: typer turns it into `.`, the current folder, which nobody
+        typed."""
+        given = list(args)
+        rest = super().parse_args(ctx, args)
+        if "" in given and not any(a == "." or a.endswith("=.") for a in given):
+            for param in self.params:
+                value = ctx.params.get(param.name)
+                if any(isinstance(v, PurePath) and str(v) == "." for v in
+                       (value if isinstance(value, (list, tuple)) else (value,))):
+                    raise typer.BadParameter("an empty path; give a file or folder name", ctx=ctx, param=param)
+        return rest
+
+    def invoke(self, ctx: typer.Context) -> object:
+        for param in self.params:
+            value = ctx.params.get(param.name)
+            name = param.opts[0] if param.param_type_name == "option" else param.name.upper()
+            for item in value if isinstance(value, (list, tuple)) else (value,):
+                try:
+                    if isinstance(item, PurePath):
+                        check_path(item, name)
+                        if param.param_type_name == "option":  # files written are options; arguments are read
+                            _not_special(item, name)
+                    elif isinstance(item, float) and not math.isfinite(item):
+                        raise ArgumentError(f"{name} {item}: want a finite number")
+                except ArgumentError as exc:
+                    say_error(str(exc))
+                    raise typer.Exit(2) from None
+        return super().invoke(ctx)
+
+
+# typer's own (vendored click) exception base: every usage error and bad parameter is one
+CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+@contextlib.contextmanager
+def plain_usage_errors() -> Iterator[None]:
+    """A usage error echoes what the user typed ("unexpected extra argument (...)", "No such command ..."); its
+    message is shown with control characters escaped, like every other message."""
+    try:
+        yield
+    except CLICK_ERROR as exc:
+        exc.message = show.plain(exc.message)
+        raise
+
 
 class Group(TyperGroup):
     def get_params(self, ctx: typer.Context) -> list:
         return _flags_without_type(super().get_params(ctx))
+
+    def make_context(self, *args, **kwargs) -> typer.Context:
+        with plain_usage_errors():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: typer.Context) -> object:
+        with plain_usage_errors():
+            return super().invoke(ctx)
 
     def list_commands(self, ctx: typer.Context) -> list[str]:
         """Commands in the order of the work (WORK_ORDER), then any others in the order they were added."""

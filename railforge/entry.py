@@ -36,6 +36,12 @@ class KeepUntilExit:
 def main() -> None:
     keep = KeepUntilExit()
     try:
+        os.getcwd()
+    except FileNotFoundError:
+        _last_words("railforge: the current folder no longer exists (a build with --out . replaces it): cd to a "
+                    "folder that exists")
+        sys.exit(2)
+    try:
         signal.signal(signal.SIGINT, _on_sigint)  # a SIGINT during this call is still Python's KeyboardInterrupt
         from railforge.cli import app
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from railforge import show
 from railforge.inputs import InputError
 from railforge.plan import Plan
 from railforge.planio import read_plan
@@ -47,8 +48,12 @@ def locate(cluster: Path, out: Path | None = None) -> Path:
     else:
         base = cluster.parent if cluster.is_file() or cluster.suffix in (".yaml", ".yml") else cluster
         folder = default_out(base / "cluster.yaml")
-    if not (folder / PLAN).is_file():
-        raise MissingBuild(f"{folder / PLAN} not found: run `railforge build` first (or pass --out)")
+    try:
+        found = (folder / PLAN).is_file()
+    except OSError as exc:
+        raise MissingBuild(f"{show.plain(folder / PLAN)}: cannot be read: {exc.strerror or exc}") from None
+    if not found:
+        raise MissingBuild(f"{show.plain(folder / PLAN)} not found: run `railforge build` first (or pass --out)")
     return folder
 
 

@@ -91,12 +91,19 @@ class AcceptanceDoc(BaseModel):
 
 
 def _regular(path: Path, limit: int) -> bytes:
-    st = os.lstat(path)
-    if not stat.S_ISREG(st.st_mode):
-        raise ReadError(f"{path}: not a regular file")
-    if st.st_size > limit:
-        raise ReadError(f"{path}: {st.st_size:,} bytes, more than the {limit:,} allowed")
-    return path.read_bytes()
+    """A missing file stays FileNotFoundError (the caller says what to run); any other failure to read (a file
+    where a folder should be, no permission) is a ReadError naming the path."""
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise ReadError(f"{path}: not a regular file")
+        if st.st_size > limit:
+            raise ReadError(f"{path}: {st.st_size:,} bytes, more than the {limit:,} allowed")
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ReadError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def read_acceptance_plan(path: Path) -> AcceptanceDoc:

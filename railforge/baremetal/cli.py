@@ -11,11 +11,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from railforge import outdir
+from railforge import outdir, show
 from railforge.baremetal.files import BootOptions, boot_files
 from railforge.baremetal.hostmacs import TEMPLATE, HostMacError, read_host_macs
 from railforge.baremetal.identity import identities
 from railforge.baremetal.tree import write_boot_tree
+from railforge.inputs import is_control, shown
 from railforge.outdir import BuildError
 from railforge.ztp.credentials import CredentialError, load_credentials
 
@@ -29,11 +30,31 @@ class BootError(ValueError):
 
 
 def http_url(option: str, value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment \
-            or any(c.isspace() for c in value):
-        raise BootError(f"{option} {value!r}: want an HTTP(S) URL such as http://10.20.0.33:8080")
+    """An absolute http(s) URL with a host and a port 1-65535 if any; what urllib cannot split (`http://[/x]`)
+    or a port it cannot read is refused like any other bad URL."""
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        parts, port = None, 0
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.query \
+            or parts.fragment or port == 0 or any(c.isspace() or is_control(c) for c in value):
+        raise BootError(f"{option} {shown(value)}: want an HTTP(S) URL such as http://10.20.0.33:8080")
     return value.rstrip("/")
+
+
+TEMPLATE_FIELDS = ("{bmc}", "{host}")
+
+
+def url_template(option: str, value: str) -> str:
+    """A template of which only {bmc} and {host} are filled in (str.format would read any other field, or fail
+    on it)."""
+    rest = value
+    for name in TEMPLATE_FIELDS:
+        rest = rest.replace(name, "")
+    if "{" in rest or "}" in rest:
+        raise BootError(f"{option} {shown(value)}: only {{bmc}} and {{host}} may stand in braces")
+    return value
 
 
 def host_file(cluster: Path, given: Path | None) -> Path:
@@ -50,7 +71,7 @@ OutOpt = Annotated[Path | None, typer.Option(help="generated folder (default: <c
 
 def say(console: Console, level: str, text: str) -> None:
     colour = {"error": "red", "note": "yellow"}.get(level, "green")
-    console.print(f"[{colour}]{level}[/{colour}] {escape(text)}", highlight=False)
+    console.print(f"[{colour}]{level}[/{colour}] {escape(show.plain(text))}", highlight=False)
 
 
 @boot_app.command("files")
@@ -161,14 +182,19 @@ def bmc_credentials(source: Path | None, environ: dict[str, str]):
     import yaml
 
     from railforge.baremetal.redfish import Credentials
+    from railforge.inputs import InputError, read_text
+    from railforge.spec import yamlsafe
 
     if source is not None:
         try:
             if not source.is_file() or source.stat().st_size > 64 * 1024:
                 raise BootError(f"--bmc-credentials {source}: want a regular file under 64 KiB")
-            data = yaml.safe_load(source.read_text())
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise BootError(f"--bmc-credentials {source}: cannot read ({exc.__class__.__name__})") from None
+            data = yamlsafe.load(read_text(source, 64 * 1024))[0]
+        except InputError as exc:
+            raise BootError(f"--bmc-credentials {exc}") from None
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
+            reason = " ".join(str(exc).split())[:200] if isinstance(exc, yaml.YAMLError) else type(exc).__name__
+            raise BootError(f"--bmc-credentials {source}: cannot read ({reason})") from None
         if not isinstance(data, dict) or set(data) != {"username", "password"} or \
                 not all(isinstance(v, str) and v for v in data.values()):
             raise BootError(f"--bmc-credentials {source}: want a mapping with exactly `username` and `password` "
@@ -194,6 +220,11 @@ def _bmc(action: str, cluster: Path, hosts: str, host_macs: Path | None, bmc_cre
 
     err = Console(stderr=True, soft_wrap=True)
     try:
+        if system_id is not None:
+            url_template("--system-id", system_id)
+            if any(c.isspace() or is_control(c) or c in "/?#" for c in system_id):
+                raise BootError(f"--system-id {shown(system_id)}: one path segment, without spaces")
+        http_url("--url", url_template("--url", url).replace("{bmc}", "192.0.2.1").replace("{host}", "h"))
         plan, _ = outdir.load(cluster, out)
         ids = select(identities(plan, read_host_macs(host_file(cluster, host_macs), plan)), hosts)
         creds = bmc_credentials(bmc_credentials_file, dict(os.environ))

@@ -9,11 +9,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from railforge import outdir
+from railforge import outdir, show
 from railforge.health.decide import Policy
 from railforge.health.receiver import Engine, ReceiverConfig, serve
 from railforge.health.slurm import Scontrol
 from railforge.health.topology import HealthIndex
+from railforge.inputs import InputError
 
 health_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -56,7 +57,15 @@ def serve_cmd(
     cfg = ReceiverConfig(state_dir=state_dir, dry_run=dry_run, max_drain_share=max_drain_share,
                          node_check=node_check, rate_per_s=rate, burst=max(1, int(rate * 4)),
                          policy=Policy(leaf_escalation, su_escalation))
-    engine = Engine(HealthIndex.of(plan), cfg, Scontrol(scontrol))
+    try:
+        engine = Engine(HealthIndex.of(plan), cfg, Scontrol(scontrol))
+    except InputError as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    except OSError as exc:
+        err.print(f"[red]error[/red] --state-dir {escape(show.plain(state_dir))}: cannot use it: "
+                  f"{escape(exc.strerror or str(exc))}")
+        raise typer.Exit(2) from None
     try:
         serve(engine, host, port)
     except KeyboardInterrupt:

@@ -23,11 +23,27 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
 from railforge.health.decide import Policy, decide
 from railforge.health.repair import order_path, write_repair_order
 from railforge.health.slurm import Scontrol, SlurmError
 from railforge.health.topology import HealthIndex
 from railforge.health.webhook import MAX_BODY, Alert, Webhook, WebhookError, parse_webhook
+from railforge.inputs import MiB, load_json
+
+STATE_MAX_BYTES = 64 * MiB
+
+
+class StateFile(BaseModel):
+    """state.json as `Engine._save` writes it; a hand-edited or foreign one is refused by name and place."""
+
+    model_config = ConfigDict(extra="forbid")
+    active: dict[str, Alert] = Field(default_factory=dict)
+    drained: dict[str, str] = Field(default_factory=dict)
+
+
+_STATE = TypeAdapter(StateFile)
 
 OURS = ("railforge:", "railforge-node-health:")  # drains this loop may undo: its own and the node check's
 
@@ -81,9 +97,9 @@ class Engine:
     def _load(self) -> None:
         if not self.state_file.is_file():
             return
-        raw = json.loads(self.state_file.read_text())
-        self.active = {fp: Alert.model_validate(a) for fp, a in raw.get("active", {}).items()}
-        self.drained = dict(raw.get("drained", {}))
+        state = load_json(self.state_file, _STATE, "a health state file", STATE_MAX_BYTES)
+        self.active = dict(state.active)
+        self.drained = dict(state.drained)
 
     def _save(self) -> None:
         tmp = self.state_file.with_suffix(".tmp")

@@ -126,7 +126,7 @@ def down(cluster: ClusterArg, out: OutOpt = None, prefix: PrefixOpt = "rf-") -> 
         topo = lab_topology(plan, plan.cluster.sus, "all", 10**6, prefix)
     try:
         runner.down(state, topo, _console().print)
-    except runner.LabError as exc:
+    except (runner.LabError, CommandError) as exc:
         raise _err(str(exc), 1) from None
 
 

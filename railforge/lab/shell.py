@@ -12,7 +12,16 @@ class CommandError(RuntimeError):
 
 
 def run(cmd: Sequence[str], check: bool = True, stdin: str | None = None, timeout: float = 60) -> str:
-    proc = subprocess.run(list(cmd), input=stdin, capture_output=True, text=True, timeout=timeout)
+    """`cmd`'s output; a program that is not installed, cannot start or runs past `timeout` is a CommandError
+    naming it, like one that fails."""
+    try:
+        proc = subprocess.run(list(cmd), input=stdin, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise CommandError(f"{cmd[0]}: not found; the lab needs iproute2, FRR and lldpd installed") from None
+    except OSError as exc:
+        raise CommandError(f"{cmd[0]}: cannot be run: {exc.strerror or exc}") from None
+    except subprocess.TimeoutExpired:
+        raise CommandError(f"{' '.join(cmd)}: no answer after {timeout:g} s") from None
     if check and proc.returncode != 0:
         raise CommandError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip() or proc.stdout.strip()}")
     return proc.stdout

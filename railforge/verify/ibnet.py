@@ -80,7 +80,8 @@ def parse_nodes(text: str, source: str = "") -> ibnetdiscover.Fabric:
             message = f"{head}: not ibnetdiscover output: {shown(rest, 80)}"
         raise IbnetFormatError(f"{where}{plain(message)[:300]}") from None
     if not fabric.nodes:
-        raise IbnetFormatError("no Switch or Ca blocks found")
+        raise IbnetFormatError(f"{where}no Switch or Ca blocks found: not ibnetdiscover output (run "
+                               "`ibnetdiscover` on the fabric and give its output)")
     return fabric
 
 
