@@ -16,6 +16,7 @@ from railforge.plan import SWITCH_ROLES, Device, Link, Rack
 from railforge.planner import names
 from railforge.planner.context import BuildContext
 from railforge.planner.sizing import ceil_div
+from railforge.spec.models import MediaRule
 from railforge.units import format_speed
 
 U_M = 0.04445
@@ -173,6 +174,13 @@ def one_plug_per_cage(ctx: BuildContext, rules_cache: dict[int, list]) -> None:
     def rank(link: Link) -> int:
         return next(i for i, r in enumerate(rules_cache[link.speed_mbps]) if r.media == link.media)
 
+    for link in ctx.links:
+        a_b = cages_of.get(link.id, [])
+        if len(a_b) == 2 and not link.transceivers and not _paired(cages[a_b[0]], cages[a_b[1]], a_b):
+            rules = rules_cache[link.speed_mbps]
+            optic = next((i for i, r in enumerate(rules) if r.per_end and r.max_m >= link.length_m), None)
+            if optic is not None:
+                _take(link, rules[optic])
     work = [key for key, links in cages.items() if len({link.media for link in links}) > 1]
     while work:
         key = work.pop()
@@ -180,11 +188,21 @@ def one_plug_per_cage(ctx: BuildContext, rules_cache: dict[int, list]) -> None:
         top = max(rank(link) for link in links)
         for link in links:
             if rank(link) < top:
-                rule = rules_cache[link.speed_mbps][top]
-                ordered, part = rule.fitting(link.length_m)
-                link.length_m, link.media, link.part = float(ordered), rule.media, part
-                link.fibre, link.transceivers = rule.fibre, 2 if rule.per_end else 0
+                _take(link, rules_cache[link.speed_mbps][top])
                 work += [k for k in cages_of[link.id] if k != key]
+
+
+def _paired(a: list[Link], b: list[Link], keys: list[tuple[str, int]]) -> bool:
+    """Two split cages cabled only to each other: one straight twin-port cable serves both. A cable leg cannot end
+    in a split switch cage otherwise (splitter legs are single-port plugs, which fit adapters, not twin-port
+    switch cages), so such a link needs transceivers."""
+    return {link.id for link in a} == {link.id for link in b} and keys[0] != keys[1]
+
+
+def _take(link: Link, rule: MediaRule) -> None:
+    ordered, part = rule.fitting(link.length_m)
+    link.length_m, link.media, link.part = float(ordered), rule.media, part
+    link.fibre, link.transceivers = rule.fibre, 2 if rule.per_end else 0
 
 
 def split_ways(breakout: str) -> int:
