@@ -205,6 +205,13 @@ class MediaRule(Strict):
     plug, two 400G legs): a split switch cage whose links all take this (cable) rule is served by one splitter,
     ordered at its longest leg, instead of one cable per link."""
 
+    @model_validator(mode="after")
+    def _splitters_are_cables(self) -> MediaRule:
+        if self.splitters and self.per_end:
+            raise ValueError(f"splitters {dict(self.splitters)} name cables, but this rule orders transceivers "
+                             "(per_end: true); put them on a cable rule (DAC, ACC) or use twin_part")
+        return self
+
     def fitting(self, length_m: float) -> tuple[float, str | None]:
         """(length to order, part number): the shortest part of `parts` that reaches `length_m`, else `part`."""
         fits = [m for m in self.parts if m >= length_m - 1e-9]

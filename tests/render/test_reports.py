@@ -122,8 +122,14 @@ def test_bom_counts_switches_hosts_and_optics(built, dgx_plan):
     xcvr = [r for r in rows if r["category"] == "transceiver"]
     assert sum(int(r["quantity"]) for r in xcvr if "twin-port" not in r["item"]) == single
     assert sum(int(r["quantity"]) for r in xcvr if "twin-port" in r["item"]) == cages
-    assert sum(int(r["quantity"]) for r in rows if r["category"] in ("cable", "fibre patch cord")) == len(
-        dgx_plan.links)
+    links = {link.id: link for link in dgx_plan.links}
+    shared = {p.link for d in dgx_plan.devices if d.role in SWITCH_ROLES for p in d.ports
+              if p.link and p.breakout.startswith("2x") and not links[p.link].transceivers
+              and "2" in dgx_plan.splitter_parts.get(links[p.link].part, {})}  # legs of a 1:2 splitter per cage
+    assert sum(int(r["quantity"]) for r in rows if r["category"] in ("cable", "fibre patch cord")
+               and "splitter" not in r["item"]) + len(shared) == len(dgx_plan.links)
+    assert sum(int(r["quantity"]) for r in rows if "splitter" in r["item"]) == len(
+        {(d.name, p.index) for d in dgx_plan.devices if d.role in SWITCH_ROLES for p in d.ports if p.link in shared})
     fibre = sum(float(r["quantity"]) for r in rows if r["category"] == "fibre total")
     assert fibre == pytest.approx(sum(link.length_m for link in optical))
     nic = {(r["item"], r["speed"]): int(r["quantity"]) for r in rows if r["category"] == "nic port"}
