@@ -22,6 +22,8 @@ class Bom:
     aoc_cables: int
     cables: int
     fibre_m: float
+    shared_links: int = 0  # links carried by a splitter or twin-port copper cable with others
+    shared_cables: int = 0  # those cables
 
 
 def is_aoc(media: str) -> bool:
@@ -92,7 +94,9 @@ def _bill_of_materials(plan: Plan) -> Bom:
         rows.append(("nic port", f"{role} {fabric}", "", speed_label(mbps), "", n, "ports",
                      "BMC" if fabric == "oob" else ""))
     n_xcvr = sum(xcvr.values()) + sum(twin_cages.values())
-    return Bom(rows, n_xcvr + 2 * aoc, n_xcvr, aoc, len(plan.links), round(sum(fibre.values()), 1))
+    shared = sum(n for (item, *_), n in assemblies.rows.items() if "splitter" in item or "twin-port" in item)
+    return Bom(rows, n_xcvr + 2 * aoc, n_xcvr, aoc, len(plan.links), round(sum(fibre.values()), 1),
+               len(assemblies.covered) - sum(assemblies.rows.values()) + shared, shared)
 
 
 def _twin_port_ends(plan: Plan) -> tuple[Counter, Counter]:

@@ -137,8 +137,11 @@ def report_markdown(plan: Plan) -> str:
                   [(f, t, v[0], v[1], round(v[2], 1), v[3] // 1000, ", ".join(sorted(v[4])))
                    for (f, t), v in tiers.items()])
     nic_ports = sum(1 for d in plan.devices if d.role in ("node", "ufm", "mgmt") for p in d.ports if p.link)
-    out += ["", f"Totals: {bom.cables} cables, {bom.transceivers} transceivers, {bom.aoc_cables} active optical "
-                f"cables, {bom.fibre_m:,.1f} m of fibre between transceivers, {nic_ports} host NIC ports cabled."]
+    shared = (f" ({bom.shared_links} of them carried in {bom.shared_cables} copper splitter or twin-port cables, "
+              "one per split switch cage or cage pair)") if bom.shared_cables else ""
+    out += ["", f"Totals: {bom.cables} cables{shared}, {bom.transceivers} transceivers, {bom.aoc_cables} active "
+                f"optical cables, {bom.fibre_m:,.1f} m of fibre between transceivers, {nic_ports} host NIC ports "
+                "cabled."]
 
     out += ["", "## Oversubscription and bisection", ""]
     cabled = cabled_ports(plan)

@@ -12,6 +12,7 @@ import pytest
 from railforge.plan import SWITCH_ROLES
 from railforge.planner import build_plan
 from railforge.render.bom import bill_of_materials
+from railforge.render.report import report_markdown
 from railforge.spec import load_spec
 from tests.conftest import ROOT, plan_of, run_cli
 
@@ -108,3 +109,7 @@ def test_tiny_clos_paired_spine_cages_take_one_twin_port_dac_each():
     rows = [r for r in bill_of_materials(plan).rows if r[0] == "cable" and r[2] == "MCP4Y10-N003"]
     assert {r[1] for r in rows} == {"DAC twin-port"}
     assert sum(r[5] for r in rows) == len(pairs) == 8
+    # with its 16 node links on 8 node-facing leaf cages (8 ACC splitters): 32 links in 16 shared cables
+    acc = [link for link in plan.links if link.tier == "node-leaf"]
+    assert len(acc) == 16 and {link.media for link in acc} == {"ACC"}
+    assert "(32 of them carried in 16 copper splitter or twin-port cables" in report_markdown(plan)
