@@ -179,8 +179,9 @@ def report_markdown(plan: Plan) -> str:
                   [(u.name, u.range, u.size, u.allocated, u.assigned, u.free, f"{u.allocated_pct:.1f}")
                    for u in usage])
     rows = sorted({r.row for r in plan.racks})
-    out += ["", "## Drawings", "", "Fabric by tier: [fabric.svg](fabric.svg). Rack elevations (every device at its "
-            "U): " + ", ".join(f"[row {r}]({elevation_file(r)})" for r in rows) + "."]
+    out += ["", "## Drawings", "", "Fabric by tier, 2-tier fabrics also spine by spine: [fabric.svg](fabric.svg). "
+            "Rack elevations (every device at its U): "
+            + ", ".join(f"[row {r}]({elevation_file(r)})" for r in rows) + "."]
     sus = sorted({d.su for d in plan.devices if d.rails and d.su is not None})
     if sus:
         out += ["", "Rail view (which NIC of which node goes to which leaf port): "
