@@ -184,10 +184,17 @@ def report_markdown(plan: Plan) -> str:
             + ", ".join(f"[row {r}]({elevation_file(r)})" for r in rows) + "."]
     sus = sorted({d.su for d in plan.devices if d.rails and d.su is not None})
     if sus:
-        out += ["", "Rail view (which NIC of which node goes to which leaf port): "
-                + ", ".join(f"[SU {s}]({rails_file(s)})" for s in sus) + "."]
+        shown = sus if len(sus) <= RAIL_LINKS else [*sus[:RAIL_LINKS - 1], sus[-1]]
+        links = [f"[SU {s}]({rails_file(s)})" for s in shown]
+        if len(shown) < len(sus):
+            links[-1:] = [f"… ({len(sus) - len(shown)} more, one `{rails_file(0).replace('000', 'NNN')}` per SU)",
+                          links[-1]]
+        out += ["", "Rail view (which NIC of which node goes to which leaf port): " + ", ".join(links) + "."]
     out.append("")
     return "\n".join(out)
+
+
+RAIL_LINKS = 16  # rail-view links listed in full; past this the first 15 and the last (512 SUs at 131K GPUs)
 
 
 def render(plan: Plan, out: Output) -> None:

@@ -308,3 +308,15 @@ def test_report_shows_no_job_larger_than_the_cluster(tmp_path):
     sizes = [int(line.split("|")[1]) for line in table.splitlines() if line.startswith("| ") and "---" not in line]
     assert sizes == [256]
     assert "Left out: job sizes larger than this cluster's 256 GPUs (1,000; `reliability.job_gpus`)." in text
+
+
+def test_report_lists_a_few_rail_views_of_a_large_cluster(built):
+    """32 SUs: the first 15 rail views and the last are linked, the 16 between are counted, and every link
+    resolves to a drawing the build wrote (a 131K-GPU cluster once listed 512 links on one line)."""
+    out = built("roce-16k-railplane")
+    line = next(x for x in (out / "report.md").read_text().splitlines() if x.startswith("Rail view"))
+    targets = re.findall(r"\]\((rails/su-\d{3}\.svg)\)", line)
+    assert targets == [f"rails/su-{s:03d}.svg" for s in [*range(1, 16), 32]]
+    assert "… (16 more, one `rails/su-NNN.svg` per SU)" in line
+    assert all((out / t).is_file() for t in targets)
+    assert len(list((out / "rails").glob("su-*.svg"))) == 32
