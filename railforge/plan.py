@@ -411,6 +411,9 @@ class Plan:
     twin_parts: dict[str, str] = field(default_factory=dict)
     """Transceiver part -> the twin-port module that serves a whole split switch cage in its place (from the
     catalog's media rules, only for parts the links use)."""
+    splitter_parts: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Copper cable part -> {ports of a split switch cage ("2", "4"): the splitter cable that serves the whole cage,
+    one leg per link} (from the catalog's media rules `splitters`, only for parts the links use)."""
     slurm: SlurmSettings | None = None
     """The Slurm cluster (spec `slurm:`); absent from plan.json when the spec has no `slurm:` section."""
     views: dict = field(default_factory=dict, repr=False, compare=False)

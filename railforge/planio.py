@@ -37,6 +37,7 @@ def write_plan(plan: Plan, fh: IO[bytes]) -> None:
     fh.write(b',\n"tenants":' + d(plan.tenants, option=_OPTS))
     fh.write(b',\n"device_types":' + d(plan.device_types, option=_OPTS))
     fh.write(b',\n"twin_parts":' + d(plan.twin_parts, option=_OPTS))
+    fh.write(b',\n"splitter_parts":' + d(plan.splitter_parts, option=_OPTS))
     if plan.slurm is not None:
         fh.write(b',\n"slurm":' + d(plan.slurm, option=_OPTS))
     for key in ("pools", "asn_pools", "racks", "pod_networks", "devices", "links"):

@@ -4,8 +4,8 @@ spec models), written to docs/schemas/ by `python -m railforge.schemas [DIR]`; a
 pydantic's TypeAdapter reads the plan dataclasses as they are; field descriptions are the attribute
 docstrings in plan.py (pydantic's `use_attribute_docstrings`, set on a subclass-free copy of the config
 for the duration of the call). The plan schema is strict like the reader (`additionalProperties: false`)
-and pins `schema_version`; `device_types` and `twin_parts` are optional because plans written before them
-still read.
+and pins `schema_version`; `device_types`, `twin_parts` and `splitter_parts` are optional because plans
+written before them still read.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from railforge.spec.models import ClusterSpec
 PLAN_FILE = "plan.schema.json"
 CLUSTER_FILE = "cluster.schema.json"
 BASE_ID = "https://railforge.invalid/schemas/"
-OPTIONAL = {"Plan": {"device_types", "twin_parts", "slurm"}}
+OPTIONAL = {"Plan": {"device_types", "twin_parts", "slurm", "splitter_parts"}}
 NOT_WRITTEN = {"Plan": {"views"}}
 
 

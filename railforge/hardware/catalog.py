@@ -79,3 +79,17 @@ def twin_parts(catalog: Catalog, links: list) -> dict[str, str]:
                     if part in used:
                         out[part] = rule.twin_part
     return dict(sorted(out.items()))
+
+
+def splitter_parts(catalog: Catalog, links: list) -> dict[str, dict[str, str]]:
+    """Cable part -> {ports per split cage: copper splitter}, for the cable parts `links` use whose media rule
+    names splitters (keys are strings: plan.json is JSON)."""
+    used = {link.part for link in links if not link.transceivers and link.part}
+    out: dict[str, dict[str, str]] = {}
+    for rules in catalog.media.values():
+        for rule in rules:
+            if rule.splitters and not rule.per_end:
+                for part in (rule.part, *rule.parts.values()):
+                    if part in used:
+                        out[part] = {str(ways): rule.splitters[ways] for ways in sorted(rule.splitters)}
+    return dict(sorted(out.items()))

@@ -6,7 +6,7 @@ import gc
 from fractions import Fraction
 
 from railforge import nos
-from railforge.hardware.catalog import merged_catalog, ports_at, twin_parts
+from railforge.hardware.catalog import merged_catalog, ports_at, splitter_parts, twin_parts
 from railforge.ipam import AsnRange, PoolExhausted, PrefixPool, check_overlaps
 from railforge.plan import ClusterSummary, DeviceType, NodeTopology, Plan, Qos, Reliability, Tenant
 from railforge.planner import compute, layout, oob, slurm, storage
@@ -128,7 +128,8 @@ def _build(ctx: BuildContext) -> Plan:
                 racks, ctx.devices, ctx.links, compute.pod_networks(ctx, cd),
                 Reliability(spec.reliability.optics_mtbf_hours, spec.reliability.gpu_monthly_availability,
                             list(spec.reliability.job_gpus)),
-                tenants(ctx), device_types(ctx), twin_parts=twin_parts(ctx.catalog, ctx.links))
+                tenants(ctx), device_types(ctx), twin_parts=twin_parts(ctx.catalog, ctx.links),
+                splitter_parts=splitter_parts(ctx.catalog, ctx.links))
     plan.slurm = slurm.settings(ctx, plan.tenants)
     ratios = {"leaf": spec.compute.oversubscription.get("leaf", Fraction(1)),
               "spine": spec.compute.oversubscription.get("spine", Fraction(1))}

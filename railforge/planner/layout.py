@@ -12,10 +12,11 @@ import math
 from collections import defaultdict
 
 from railforge.hardware.catalog import media_rules
-from railforge.plan import Device, Link, Rack
+from railforge.plan import SWITCH_ROLES, Device, Link, Rack
 from railforge.planner import names
 from railforge.planner.context import BuildContext
 from railforge.planner.sizing import ceil_div
+from railforge.spec.models import MediaRule
 from railforge.units import format_speed
 
 U_M = 0.04445
@@ -151,6 +152,63 @@ def measure(ctx: BuildContext, racks: list[Rack]) -> None:
         if choice is None:
             choice = chosen[(link.speed_mbps, raw)] = _choose(ctx, link, raw, lengths, rules_cache)
         link.length_m, link.media, link.part, link.fibre, link.transceivers = choice
+    one_plug_per_cage(ctx, rules_cache)
+
+
+def one_plug_per_cage(ctx: BuildContext, rules_cache: dict[int, list]) -> None:
+    """A split switch cage holds one plug: a twin-port transceiver or the head of one copper splitter, never a
+    copper cable beside an optic or an SR4 engine beside a DR4 one. So every link of such a cage takes the
+    furthest-reaching media rule any of them needs (rules are listed by reach); a link raised at one cage may raise
+    the cage at its other end, so this runs until no cage changes (ranks only rise, so it ends)."""
+    devs = {d.name: d for d in ctx.devices if d.role in SWITCH_ROLES}
+    cages: dict[tuple[str, int], list[Link]] = defaultdict(list)
+    cages_of: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    split_ports = {name: {p.name: p.index for p in d.ports if split_ways(p.breakout) > 1} for name, d in devs.items()}
+    for link in ctx.links:
+        for end in (link.a, link.b):
+            index = split_ports.get(end.device, {}).get(end.port)
+            if index is not None:
+                cages[(end.device, index)].append(link)
+                cages_of[link.id].append((end.device, index))
+
+    def rank(link: Link) -> int:
+        return next(i for i, r in enumerate(rules_cache[link.speed_mbps]) if r.media == link.media)
+
+    for link in ctx.links:
+        a_b = cages_of.get(link.id, [])
+        if len(a_b) == 2 and not link.transceivers and not _paired(cages[a_b[0]], cages[a_b[1]], a_b):
+            rules = rules_cache[link.speed_mbps]
+            optic = next((i for i, r in enumerate(rules) if r.per_end and r.max_m >= link.length_m), None)
+            if optic is not None:
+                _take(link, rules[optic])
+    work = [key for key, links in cages.items() if len({link.media for link in links}) > 1]
+    while work:
+        key = work.pop()
+        links = cages[key]
+        top = max(rank(link) for link in links)
+        for link in links:
+            if rank(link) < top:
+                _take(link, rules_cache[link.speed_mbps][top])
+                work += [k for k in cages_of[link.id] if k != key]
+
+
+def _paired(a: list[Link], b: list[Link], keys: list[tuple[str, int]]) -> bool:
+    """Two split cages cabled only to each other: one straight twin-port cable serves both. A cable leg cannot end
+    in a split switch cage otherwise (splitter legs are single-port plugs, which fit adapters, not twin-port
+    switch cages), so such a link needs transceivers."""
+    return {link.id for link in a} == {link.id for link in b} and keys[0] != keys[1]
+
+
+def _take(link: Link, rule: MediaRule) -> None:
+    ordered, part = rule.fitting(link.length_m)
+    link.length_m, link.media, link.part = float(ordered), rule.media, part
+    link.fibre, link.transceivers = rule.fibre, 2 if rule.per_end else 0
+
+
+def split_ways(breakout: str) -> int:
+    """'2x400G' -> 2: how many ports share the cage."""
+    count = breakout.split("x", 1)[0]
+    return int(count) if count.isdigit() else 1
 
 
 def _choose(ctx: BuildContext, link: Link, raw: float, lengths: list[float],

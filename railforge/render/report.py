@@ -137,8 +137,11 @@ def report_markdown(plan: Plan) -> str:
                   [(f, t, v[0], v[1], round(v[2], 1), v[3] // 1000, ", ".join(sorted(v[4])))
                    for (f, t), v in tiers.items()])
     nic_ports = sum(1 for d in plan.devices if d.role in ("node", "ufm", "mgmt") for p in d.ports if p.link)
-    out += ["", f"Totals: {bom.cables} cables, {bom.transceivers} transceivers, {bom.aoc_cables} active optical "
-                f"cables, {bom.fibre_m:,.1f} m of fibre between transceivers, {nic_ports} host NIC ports cabled."]
+    shared = (f" ({bom.shared_links} of them carried in {bom.shared_cables} copper splitter or twin-port cables, "
+              "one per split switch cage or cage pair)") if bom.shared_cables else ""
+    out += ["", f"Totals: {bom.cables} cables{shared}, {bom.transceivers} transceivers, {bom.aoc_cables} active "
+                f"optical cables, {bom.fibre_m:,.1f} m of fibre between transceivers, {nic_ports} host NIC ports "
+                "cabled."]
 
     out += ["", "## Oversubscription and bisection", ""]
     cabled = cabled_ports(plan)
@@ -176,14 +179,22 @@ def report_markdown(plan: Plan) -> str:
                   [(u.name, u.range, u.size, u.allocated, u.assigned, u.free, f"{u.allocated_pct:.1f}")
                    for u in usage])
     rows = sorted({r.row for r in plan.racks})
-    out += ["", "## Drawings", "", "Fabric by tier: [fabric.svg](fabric.svg). Rack elevations (every device at its "
-            "U): " + ", ".join(f"[row {r}]({elevation_file(r)})" for r in rows) + "."]
+    out += ["", "## Drawings", "", "Fabric by tier, 2-tier fabrics also spine by spine: [fabric.svg](fabric.svg). "
+            "Rack elevations (every device at its U): "
+            + ", ".join(f"[row {r}]({elevation_file(r)})" for r in rows) + "."]
     sus = sorted({d.su for d in plan.devices if d.rails and d.su is not None})
     if sus:
-        out += ["", "Rail view (which NIC of which node goes to which leaf port): "
-                + ", ".join(f"[SU {s}]({rails_file(s)})" for s in sus) + "."]
+        shown = sus if len(sus) <= RAIL_LINKS else [*sus[:RAIL_LINKS - 1], sus[-1]]
+        links = [f"[SU {s}]({rails_file(s)})" for s in shown]
+        if len(shown) < len(sus):
+            links[-1:] = [f"… ({len(sus) - len(shown)} more, one `{rails_file(0).replace('000', 'NNN')}` per SU)",
+                          links[-1]]
+        out += ["", "Rail view (which NIC of which node goes to which leaf port): " + ", ".join(links) + "."]
     out.append("")
     return "\n".join(out)
+
+
+RAIL_LINKS = 16  # rail-view links listed in full; past this the first 15 and the last (512 SUs at 131K GPUs)
 
 
 def render(plan: Plan, out: Output) -> None:

@@ -1,6 +1,7 @@
 """fabric.svg: each fabric drawn by tier (super-spine / spine / leaf / SU), devices summarised into blocks
 (an SU's leaves, a spine group or plane) and links into bundles ("32 × 400G"), so that a 100K-GPU fabric
-stays a few hundred shapes."""
+stays a few hundred shapes; a 2-tier fabric is drawn a second time spine by spine (which SU's leaves reach which
+spine, over how many cables)."""
 
 from __future__ import annotations
 
@@ -44,10 +45,17 @@ def _bucket(keys: list[str]) -> dict[str, str]:
     out = {}
     for i in range(0, len(keys), per):
         chunk = keys[i:i + per]
-        name = chunk[0] if len(chunk) == 1 else f"{chunk[0]} … {chunk[-1].split()[-1]}"
+        name = chunk[0] if len(chunk) == 1 else f"{chunk[0]} … {_tail(chunk[0], chunk[-1])}"
         for k in chunk:
             out[k] = name
     return out
+
+
+def _tail(first: str, last: str) -> str:
+    """What `last` adds after the prefix it shares with `first`: 'SU 004' after 'SU 001' -> '004', 'spine08' after
+    'spine01' -> '08', so a merged block's name fits its box."""
+    m = re.fullmatch(r"(.*?)(\d+)", last)
+    return m.group(2) if m and first.startswith(m.group(1)) else last
 
 
 def _panel(plan: Plan, fabric: str, devices: dict[str, Device], y0: int) -> tuple[list[str], int, int]:
@@ -166,12 +174,93 @@ def _free_spot(taken: list[tuple[float, float, float, float]], text: str, xa: in
     return None
 
 
+LIST_LINE, LIST_FONT = 14, 10  # the per-spine lists: line pitch and font size, px
+
+
+def _spine_view(plan: Plan, fabric: str, devices: dict[str, Device], y0: int) -> tuple[list[str], int, int]:
+    """A 2-tier fabric spine by spine: one box per spine (consecutive spines merged past MAX_BLOCKS), its leaf
+    bundles listed above it, one per SU ("SU 001: 16 × 400G"), and a line from the spine to each SU's leaves.
+    The tier panel shows the spines as one block, which hides how the leaves spread over them. The lists sit in
+    columns as wide as their longest line, so no label can run into another."""
+    spine_role, leaf_role = TIERS[fabric][1][0], TIERS[fabric][2][0]
+    roles = {d.role for link in plan.links if link.fabric == fabric for d in (devices[link.a.device],
+                                                                             devices[link.b.device])}
+    if spine_role not in roles or TIERS[fabric][0][0] in roles:
+        return [], y0, 0
+    bundle: dict[tuple[str, str, int], int] = defaultdict(int)
+    for link in plan.links:
+        if link.fabric != fabric:
+            continue
+        a, b = devices[link.a.device], devices[link.b.device]
+        if a.role == leaf_role and b.role == spine_role:
+            a, b = b, a
+        if a.role == spine_role and b.role == leaf_role:
+            bundle[(a.name, _block(b, 2), link.speed_mbps)] += 1
+    spines = _bucket(sorted({k[0] for k in bundle}, key=natural))
+    leaves = _bucket(sorted({k[1] for k in bundle}, key=natural))
+    merged: dict[tuple[str, str, int], int] = defaultdict(int)
+    members: dict[str, list[str]] = defaultdict(list)
+    for (spine, leaf, mbps), n in bundle.items():
+        merged[(spines[spine], leaves[leaf], mbps)] += n
+    for spine, block in spines.items():
+        members[block].append(spine)
+    cols = list(dict.fromkeys(spines[k] for k in sorted(spines, key=natural)))
+    rows = list(dict.fromkeys(leaves[k] for k in sorted(leaves, key=natural)))
+    lists = {c: [(leaf, f"{leaf}: {n} × {speed_label(mbps)}") for (s, leaf, mbps), n in
+                 sorted(merged.items(), key=lambda kv: (natural(kv[0][1]), kv[0][2])) if s == c] for c in cols}
+    longest = max(len(text) for col in lists.values() for _, text in col)
+    col_w = max(BOX_W, round(CHAR_W * longest) + 2 * LABEL_PAD,
+                round(CHAR_W * 1.1 * max(len(c) for c in cols)) + 2 * LABEL_PAD)  # box names are 11 px
+    depth = max(len(col) for col in lists.values())
+    title = f"{fabric} fabric, spine by spine: {sum(merged.values())} leaf–spine cables over {len(spines)} spines"
+    shapes = [f'<text x="{MARGIN}" y="{y0 + 24}" class="tier">{escape(title)}</text>']
+    top = y0 + 24 + 10 + LIST_LINE
+    box_y = top + depth * LIST_LINE
+    leaf_y = box_y + BOX_H + ROW_H - BOX_H
+    model = {d.name: d.model for d in devices.values() if d.role == spine_role}
+    width = 0
+    xs: dict[str, int] = {}
+    for i, col in enumerate(cols):
+        x = MARGIN + i * (col_w + GAP)
+        xs[col] = x + col_w // 2
+        names = members[col]
+        sub = model[names[0]] if len(names) == 1 else f"{len(names)} devices"
+        shapes.append(f'<g><title>{escape(col)}: {escape(", ".join(sorted(names, key=natural)))}</title>'
+                      f'<rect x="{x}" y="{box_y}" width="{col_w}" height="{BOX_H}" rx="6" fill="{COLOURS[1]}"/>'
+                      f'<text x="{x + col_w // 2}" y="{box_y + 18}" class="box">{escape(col)}</text>'
+                      f'<text x="{x + col_w // 2}" y="{box_y + 35}" class="box small">{escape(sub)}</text></g>')
+        for j, (_, text) in enumerate(lists[col]):
+            shapes.append(f'<text x="{x + LABEL_PAD}" y="{top + j * LIST_LINE}" class="leg">{escape(text)}</text>')
+        width = max(width, x + col_w + MARGIN)
+    leaf_x: dict[str, int] = {}
+    shift = max(0, (len(cols) * (col_w + GAP) - len(rows) * (BOX_W + GAP)) // 2)  # leaves centred under spines
+    for i, row in enumerate(rows):
+        x = MARGIN + shift + i * (BOX_W + GAP)
+        leaf_x[row] = x + BOX_W // 2
+        n = sum(1 for d in devices.values() if d.role == leaf_role and leaves.get(_block(d, 2)) == row)
+        shapes.append(f'<g><title>{escape(row)}: {n} {escape(leaf_role)}</title>'
+                      f'<rect x="{x}" y="{leaf_y}" width="{BOX_W}" height="{BOX_H}" rx="6" fill="{COLOURS[2]}"/>'
+                      f'<text x="{x + BOX_W // 2}" y="{leaf_y + 18}" class="box">{escape(row)}</text>'
+                      f'<text x="{x + BOX_W // 2}" y="{leaf_y + 35}" class="box small">{n} '
+                      f'{"device" if n == 1 else "devices"}</text></g>')
+        width = max(width, x + BOX_W + MARGIN)
+    lines = [f'<line x1="{xs[s]}" y1="{box_y + BOX_H}" x2="{leaf_x[leaf]}" y2="{leaf_y}"><title>{escape(s)} – '
+             f'{escape(leaf)}: {n} × {speed_label(mbps)}</title></line>'
+             for (s, leaf, mbps), n in sorted(merged.items(), key=lambda kv: (natural(kv[0][0]), natural(kv[0][1]),
+                                                                             kv[0][2]))]
+    return ([f'<g class="spine-view" id="spines-{fabric}">', '<g class="links">', *lines, "</g>", *shapes, "</g>"],
+            leaf_y + BOX_H + 20, width)
+
+
 def fabric_svg(plan: Plan) -> str:
     devices = {d.name: d for d in plan.devices}
     body: list[str] = []
     y, width = 10, 600
     for fabric in ("compute", "storage", "oob"):
         parts, y, w = _panel(plan, fabric, devices, y)
+        body += parts
+        width = max(width, w)
+        parts, y, w = _spine_view(plan, fabric, devices, y)
         body += parts
         width = max(width, w)
     c = plan.cluster
@@ -182,7 +271,7 @@ def fabric_svg(plan: Plan) -> str:
         f"<title>{escape(c.name)}: {c.gpus} GPUs, {c.fabric} {c.tiers}-tier {c.mode}</title>",
         "<style>.title{font-size:18px;font-weight:bold}.tier{font-size:12px}.box{font-size:11px;fill:#fff;"
         "text-anchor:middle}.small{font-size:10px}.bundle{font-size:10px;fill:#333;text-anchor:middle;paint-order:stroke;stroke:#fff;stroke-width:3px}"
-        ".sum{font-size:12px;fill:#333}.links line{stroke:#999;stroke-width:1}</style>",
+        ".sum{font-size:12px;fill:#333}.leg{font-size:10px;fill:#333}.links line{stroke:#999;stroke-width:1}</style>",
     ]
     return "\n".join(head + body + ["</svg>"]) + "\n"
 

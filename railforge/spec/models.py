@@ -200,6 +200,17 @@ class MediaRule(Strict):
     twin_part: ModelName | None = None
     """Twin-port module (NVIDIA's twin-port OSFP, e.g. MMA4Z00-NS) that serves every port of one split switch
     cage: at a switch end on a split cage the BOM orders one per cage instead of `part` per port."""
+    splitters: dict[Annotated[int, Field(ge=2, le=8)], ModelName] = Field(default_factory=dict, max_length=4)
+    """Copper splitter (breakout) cable per split of a switch cage, e.g. {2: MCP7Y00-N003} (one 800G twin-port
+    plug, two 400G legs): a split switch cage whose links all take this (cable) rule is served by one splitter,
+    ordered at its longest leg, instead of one cable per link."""
+
+    @model_validator(mode="after")
+    def _splitters_are_cables(self) -> MediaRule:
+        if self.splitters and self.per_end:
+            raise ValueError(f"splitters {dict(self.splitters)} name cables, but this rule orders transceivers "
+                             "(per_end: true); put them on a cable rule (DAC, ACC) or use twin_part")
+        return self
 
     def fitting(self, length_m: float) -> tuple[float, str | None]:
         """(length to order, part number): the shortest part of `parts` that reaches `length_m`, else `part`."""

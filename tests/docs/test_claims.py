@@ -41,3 +41,20 @@ def test_bundled_specs_carry_the_editor_schema_line():
     for spec in sorted((ROOT / "inventory").glob("*/cluster.yaml")):
         first = spec.read_text().splitlines()[0]
         assert first == "# yaml-language-server: $schema=../../docs/schemas/cluster.schema.json", spec
+
+
+def test_the_bom_and_report_pages_quote_the_builds_counts(built):
+    """The optical-module and splitter figures quoted on the report and BOM pages are the examples' own."""
+    import re
+
+    report = " ".join((ROOT / "docs" / "artifacts" / "report.md").read_text().split())
+    bom_page = " ".join((ROOT / "docs" / "artifacts" / "bom.md").read_text().split())
+    r16 = (built("roce-16k-railplane") / "report.md").read_text()
+    modules, xcvr, aoc = re.search(r"Optical modules: (\d+) \((\d+) transceivers \+ 2 ends of each of (\d+) AOCs",
+                                   r16).groups()
+    assert f"16K example has {int(modules):,} — {int(xcvr):,} transceivers" in report
+    assert f"both ends of {int(aoc):,} AOCs" in report
+    rows = (built("dgx-h100-4su") / "bom.csv").read_text().splitlines()
+    quantity = {r.split(",")[2]: int(r.split(",")[5]) for r in rows if r.startswith(("transceiver,", "cable,ACC spl"))}
+    assert f"{quantity['MMA4Z00-NS']:,} MMA4Z00-NS and {quantity['MMA4Z00-NS400']} MMA4Z00-NS400" in bom_page
+    assert f"{quantity['MCA7J60-N005']} `ACC splitter 1:2` (MCA7J60-N005)" in bom_page

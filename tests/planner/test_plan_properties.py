@@ -119,6 +119,27 @@ def check_invariants(plan: Plan) -> None:
     for r in plan.devices:
         for p in r.ports:
             assert p.speed_mbps > 0
+    check_one_plug_per_cage(plan)
+
+
+def check_one_plug_per_cage(plan: Plan) -> None:
+    """A split switch cage holds one plug: its links share one media, and a cable (no transceivers) between two
+    split cages joins two cages cabled only to each other (a straight twin-port cable)."""
+    links = {link.id: link for link in plan.links}
+    cages: dict[tuple[str, int], set[str]] = {}
+    for d in plan.switches():
+        for p in d.ports:
+            if p.link and p.breakout[:1].isdigit() and int(p.breakout.split("x")[0]) > 1:
+                cages.setdefault((d.name, p.index), set()).add(p.link)
+    for key, ids in cages.items():
+        assert len({links[i].media for i in ids}) == 1, f"cage {key} holds two media"
+    of_link: dict[str, list[tuple[str, int]]] = {}
+    for key, ids in cages.items():
+        for i in ids:
+            of_link.setdefault(i, []).append(key)
+    for i, keys in of_link.items():
+        if len(keys) == 2 and not links[i].transceivers:
+            assert cages[keys[0]] == cages[keys[1]], f"cable {i} joins split cages {keys} not cabled only together"
 
 
 def _device_view(d) -> tuple:

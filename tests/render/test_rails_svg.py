@@ -24,17 +24,24 @@ def test_every_nic_cell_is_the_planned_cable(built):
         ends[(link.a.device, link.a.port)] = (link.b.device, link.b.port)
         ends[(link.b.device, link.b.port)] = (link.a.device, link.a.port)
     nodes = {d.name: d for d in plan.devices if d.role == "node"}
+    role = {d.name: d.role for d in plan.devices}
+    # every compute cable from a node or an appliance (the SuperPOD's UFM, which has no rail records) to a leaf
+    expected = {(end.device, link.rail) for link in plan.links if link.fabric == "compute" and link.rail is not None
+                for end in (link.a, link.b) if role[end.device] in ("node", "ufm")}
+    assert ("ufm01", 3) in expected
     seen = set()
     files = sorted((out / "rails").glob("su-*.svg"))
     assert [f.name for f in files] == [f"su-{s:03d}.svg" for s in sorted({d.su for d in nodes.values()})]
     for f in files:
         for g in ET.parse(f).getroot().iterfind(".//s:g[@class='nic']", NS):
-            node, rail = g.get("data-node"), int(g.get("data-rail"))
-            port = nodes[node].ports[rail].name  # the node's compute ports are in rail order
+            node, rail, port = g.get("data-node"), int(g.get("data-rail")), g.get("data-if")
+            if node in nodes:
+                assert port == nodes[node].ports[rail].name  # the node's compute ports are in rail order
             assert ends[(node, port)] == (g.get("data-leaf"), g.get("data-port")), (node, rail)
             assert f"port {g.get('data-port')}" in "".join(t.text for t in g.iterfind("s:text", NS))
+            assert (node, rail) not in seen
             seen.add((node, rail))
-    assert seen == {(n, k) for n, d in nodes.items() for k in range(len(d.rails))}
+    assert seen == expected
 
 
 def test_labels_stay_inside_their_cells(built):

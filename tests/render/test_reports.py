@@ -122,8 +122,14 @@ def test_bom_counts_switches_hosts_and_optics(built, dgx_plan):
     xcvr = [r for r in rows if r["category"] == "transceiver"]
     assert sum(int(r["quantity"]) for r in xcvr if "twin-port" not in r["item"]) == single
     assert sum(int(r["quantity"]) for r in xcvr if "twin-port" in r["item"]) == cages
-    assert sum(int(r["quantity"]) for r in rows if r["category"] in ("cable", "fibre patch cord")) == len(
-        dgx_plan.links)
+    links = {link.id: link for link in dgx_plan.links}
+    shared = {p.link for d in dgx_plan.devices if d.role in SWITCH_ROLES for p in d.ports
+              if p.link and p.breakout.startswith("2x") and not links[p.link].transceivers
+              and "2" in dgx_plan.splitter_parts.get(links[p.link].part, {})}  # legs of a 1:2 splitter per cage
+    assert sum(int(r["quantity"]) for r in rows if r["category"] in ("cable", "fibre patch cord")
+               and "splitter" not in r["item"]) + len(shared) == len(dgx_plan.links)
+    assert sum(int(r["quantity"]) for r in rows if "splitter" in r["item"]) == len(
+        {(d.name, p.index) for d in dgx_plan.devices if d.role in SWITCH_ROLES for p in d.ports if p.link in shared})
     fibre = sum(float(r["quantity"]) for r in rows if r["category"] == "fibre total")
     assert fibre == pytest.approx(sum(link.length_m for link in optical))
     nic = {(r["item"], r["speed"]): int(r["quantity"]) for r in rows if r["category"] == "nic port"}
@@ -302,3 +308,15 @@ def test_report_shows_no_job_larger_than_the_cluster(tmp_path):
     sizes = [int(line.split("|")[1]) for line in table.splitlines() if line.startswith("| ") and "---" not in line]
     assert sizes == [256]
     assert "Left out: job sizes larger than this cluster's 256 GPUs (1,000; `reliability.job_gpus`)." in text
+
+
+def test_report_lists_a_few_rail_views_of_a_large_cluster(built):
+    """32 SUs: the first 15 rail views and the last are linked, the 16 between are counted, and every link
+    resolves to a drawing the build wrote (a 131K-GPU cluster once listed 512 links on one line)."""
+    out = built("roce-16k-railplane")
+    line = next(x for x in (out / "report.md").read_text().splitlines() if x.startswith("Rail view"))
+    targets = re.findall(r"\]\((rails/su-\d{3}\.svg)\)", line)
+    assert targets == [f"rails/su-{s:03d}.svg" for s in [*range(1, 16), 32]]
+    assert "… (16 more, one `rails/su-NNN.svg` per SU)" in line
+    assert all((out / t).is_file() for t in targets)
+    assert len(list((out / "rails").glob("su-*.svg"))) == 32
