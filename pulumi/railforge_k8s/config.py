@@ -27,6 +27,10 @@ KNOWN_KEYS = (
     "registryMirrors",
     "imagePullSecrets",
     "whereaboutsCrdBaseUrl",
+    "volcanoSchedulerConfig",
+    "volcanoNamespace",
+    "tenantQueues",
+    "tenantNamespaces",
 )
 
 
@@ -49,6 +53,10 @@ class StackConfig:
     volcano: bool = True
     kueue: bool = True
     priority_classes: bool = True
+    volcano_scheduler_config: bool = True
+    volcano_namespace: str = "volcano-system"
+    tenant_queues: bool = True
+    tenant_namespaces: dict[str, str] = field(default_factory=dict)
     image_pull_secrets: tuple[str, ...] = ()
     versions: Versions = field(default_factory=Versions)
 
@@ -101,7 +109,14 @@ def config_from_mapping(values: dict) -> StackConfig:
         "volcano": ("volcano", True),
         "kueue": ("kueue", True),
         "priority_classes": ("priorityClasses", True),
+        "volcano_scheduler_config": ("volcanoSchedulerConfig", True),
+        "tenant_queues": ("tenantQueues", True),
     }
+    tenant_namespaces = values.get("tenantNamespaces", {})
+    if not isinstance(tenant_namespaces, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in tenant_namespaces.items()
+    ):
+        raise ConfigError(f"tenantNamespaces: expected a map of tenant name to namespace, got {tenant_namespaces!r}")
     return StackConfig(
         plan=str(values["plan"]),
         rdma_mode=mode,
@@ -109,6 +124,8 @@ def config_from_mapping(values: dict) -> StackConfig:
         network_operator_namespace=values.get("networkOperatorNamespace", "network-operator"),
         gpu_operator_namespace=values.get("gpuOperatorNamespace", "gpu-operator"),
         workload_namespace=values.get("workloadNamespace", "default"),
+        volcano_namespace=values.get("volcanoNamespace", "volcano-system"),
+        tenant_namespaces=dict(tenant_namespaces),
         image_pull_secrets=tuple(values.get("imagePullSecrets", ())),
         versions=versions,
         **{attr: _bool(values.get(key, default), key) for attr, (key, default) in flags.items()},

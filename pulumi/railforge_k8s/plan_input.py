@@ -1,4 +1,5 @@
-"""The part of plan.json the Kubernetes stack reads: rails, pod networks, nodes and their topology."""
+"""The part of plan.json the Kubernetes stack reads: rails, pod networks, nodes and their topology, tenants and
+the scheduling priority levels."""
 
 from __future__ import annotations
 
@@ -57,6 +58,28 @@ class Pool:
 
 
 @dataclass(frozen=True, slots=True)
+class TenantInput:
+    """A tenant of the plan and its GPU nodes (members that are not GPU nodes, e.g. storage hosts, dropped)."""
+
+    name: str
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class QosLevel:
+    """One priority level as the plan's Slurm QOS says it (highest first); `preempts` are the lower levels."""
+
+    name: str
+    preempts: tuple[str, ...]
+
+
+# The plan's levels when it has no `slurm:` section: railforge.spec.slurm.DEFAULT_QOS, each preempting every level
+# below it (railforge.planner.slurm.qos_levels); tests/pulumi compare the two.
+DEFAULT_QOS_NAMES = ("p0", "p1", "p2", "p3", "p4", "p5")
+DEFAULT_QOS = tuple(QosLevel(n, DEFAULT_QOS_NAMES[i + 1:]) for i, n in enumerate(DEFAULT_QOS_NAMES))
+
+
+@dataclass(frozen=True, slots=True)
 class PlanInput:
     cluster: str
     fabric: str
@@ -65,6 +88,9 @@ class PlanInput:
     pod_networks: tuple[PodNetwork, ...]
     nodes: tuple[NodeTopology, ...]
     pools: tuple[Pool, ...]
+    gpus_per_node: int = 0
+    tenants: tuple[TenantInput, ...] = ()
+    qos: tuple[QosLevel, ...] = DEFAULT_QOS
 
     def networks_of(self, rail: Rail) -> list[PodNetwork]:
         return [n for n in self.pod_networks if n.rail == rail.index]
@@ -103,6 +129,24 @@ def _node(device: dict, rails: tuple[Rail, ...]) -> NodeTopology:
     )
 
 
+def _tenants(data: dict, nodes: tuple[NodeTopology, ...]) -> tuple[TenantInput, ...]:
+    gpu_nodes = {n.name for n in nodes}
+    return tuple(
+        TenantInput(name=str(t["name"]), nodes=tuple(m for m in t.get("members", []) if m in gpu_nodes))
+        for t in data.get("tenants", [])
+    )
+
+
+def _qos(data: dict) -> tuple[QosLevel, ...]:
+    slurm = data.get("slurm")
+    if not slurm:
+        return DEFAULT_QOS
+    levels = tuple(QosLevel(str(q["name"]), tuple(q["preempts"])) for q in slurm["qos"])
+    if len(levels) != len(DEFAULT_QOS):
+        raise PlanError(f"plan.json slurm.qos has {len(levels)} levels; this stack maps six (P0-P5)")
+    return levels
+
+
 def parse_plan(data: dict) -> PlanInput:
     version = data.get("schema_version")
     if version != SUPPORTED_SCHEMA_VERSION:
@@ -135,6 +179,9 @@ def parse_plan(data: dict) -> PlanInput:
         pod_networks=tuple(pod_networks),
         nodes=nodes,
         pools=tuple(Pool(name=p["name"], prefix=p["prefix"]) for p in data.get("pools", [])),
+        gpus_per_node=int(data["cluster"]["gpus_per_node"]),
+        tenants=_tenants(data, nodes),
+        qos=_qos(data),
     )
 
 

@@ -6,7 +6,7 @@ import pulumi
 
 from .config import KNOWN_KEYS, StackConfig, config_from_mapping
 
-OBJECT_KEYS = ("images", "charts", "registryMirrors", "imagePullSecrets")
+OBJECT_KEYS = ("images", "charts", "registryMirrors", "imagePullSecrets", "tenantNamespaces")
 
 
 def read_stack_config(cfg: pulumi.Config) -> StackConfig:

@@ -62,6 +62,10 @@ def hypernode_specs(cluster: str, nodes: tuple[NodeTopology, ...]) -> list[Hyper
     return specs
 
 
+def flavor_name(cluster: str) -> str:
+    return names.dns_name(cluster, "gpu")
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulingArgs:
     cluster: str
@@ -102,7 +106,7 @@ class TopologyScheduling(pulumi.ComponentResource):
                 f"{name}-kueue-flavor",
                 api_version="kueue.x-k8s.io/v1beta2",
                 kind="ResourceFlavor",
-                metadata={"name": names.dns_name(args.cluster, "gpu")},
+                metadata={"name": flavor_name(args.cluster)},
                 spec={"nodeLabels": {names.CLUSTER_LABEL: args.cluster}, "topologyName": topology_name},
                 opts=child_options(self, opts, topology),
             )

@@ -13,9 +13,11 @@ from .network_operator import NetworkOperator, NetworkOperatorArgs
 from .nic_cluster_policy import NicClusterPolicy, NicClusterPolicyArgs
 from .node_labels import NodeLabels, NodeLabelsArgs
 from .plan_input import PlanInput
-from .priority import PriorityClasses
+from .priority import PriorityClasses, WorkloadPriorityClasses, priority_levels
+from .queues import TenantQueues, TenantQueuesArgs, tenant_queues
 from .routing import default_mode, plan_attachments
-from .scheduling import SchedulingArgs, TopologyScheduling
+from .scheduling import SchedulingArgs, TopologyScheduling, flavor_name
+from .volcano_config import VolcanoSchedulerConfig, VolcanoSchedulerConfigArgs
 from .whereabouts import Whereabouts, WhereaboutsArgs
 
 
@@ -30,6 +32,9 @@ class Deployment:
     node_labels: NodeLabels | None = None
     scheduling: TopologyScheduling | None = None
     priority_classes: PriorityClasses | None = None
+    workload_priority_classes: WorkloadPriorityClasses | None = None
+    volcano_scheduler_config: VolcanoSchedulerConfig | None = None
+    tenant_queues: TenantQueues | None = None
     rdma_resources: list[str] = field(default_factory=list)
 
 
@@ -80,6 +85,28 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
             SchedulingArgs(plan.cluster, plan.nodes, volcano=config.volcano, kueue=config.kueue),
             pulumi.ResourceOptions(depends_on=[result.node_labels] if result.node_labels else None),
         )
+    levels = priority_levels(plan.qos)
     if config.priority_classes:
-        result.priority_classes = PriorityClasses("priority")
+        result.priority_classes = PriorityClasses("priority", levels)
+    if config.kueue:
+        result.workload_priority_classes = WorkloadPriorityClasses("workload-priority", levels)
+    if config.volcano and config.volcano_scheduler_config:
+        result.volcano_scheduler_config = VolcanoSchedulerConfig(
+            "volcano-scheduler", VolcanoSchedulerConfigArgs(config.volcano_namespace)
+        )
+    if config.tenant_queues and (config.volcano or config.kueue) and plan.tenants:
+        taken = frozenset({config.network_operator_namespace, config.gpu_operator_namespace,
+                           config.workload_namespace, config.volcano_namespace})
+        queues = tenant_queues(plan.tenants, plan.gpus_per_node, config.tenant_namespaces, taken)
+        flavor = result.scheduling.kueue[-1] if result.scheduling and result.scheduling.kueue else None
+        result.tenant_queues = TenantQueues(
+            "tenant-queues",
+            TenantQueuesArgs(
+                tuple(queues),
+                volcano=config.volcano,
+                kueue=config.kueue,
+                kueue_flavor=flavor_name(plan.cluster) if config.kueue else None,
+                depends_on=(flavor,) if flavor else (),
+            ),
+        )
     return result

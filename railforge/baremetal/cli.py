@@ -44,6 +44,10 @@ def host_file(cluster: Path, given: Path | None) -> Path:
     return path
 
 
+ClusterArg = Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")]
+HostMacsOpt = Annotated[Path | None, typer.Option(help=f"filled-in {TEMPLATE} (default: <cluster>/{TEMPLATE})")]
+OutOpt = Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")]
+
 def say(console: Console, level: str, text: str) -> None:
     colour = {"error": "red", "note": "yellow"}.get(level, "green")
     console.print(f"[{colour}]{level}[/{colour}] {escape(text)}", highlight=False)
@@ -51,11 +55,10 @@ def say(console: Console, level: str, text: str) -> None:
 
 @boot_app.command("files")
 def files_cmd(
-    cluster: Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")],
+    cluster: ClusterArg,
     server: Annotated[str, typer.Option(help="URL of the HTTP server whose document root is the generated folder")],
     report: Annotated[str, typer.Option(help="URL booted hosts POST to (railforge boot report-in)")],
-    host_macs: Annotated[Path | None, typer.Option(help=f"filled-in {TEMPLATE} (default: <cluster>/{TEMPLATE})")
-                         ] = None,
+    host_macs: HostMacsOpt = None,
     credentials: Annotated[str | None, typer.Option(help="YAML with admin_password_hash and ssh_authorized_keys "
                                                          "for installed hosts; '-' reads stdin")] = None,
     dns: Annotated[list[str] | None, typer.Option(help="DNS server for installed hosts (repeat)")] = None,
@@ -64,7 +67,7 @@ def files_cmd(
     mirror: Annotated[str, typer.Option(help="Debian mirror for the installer")] = "http://deb.debian.org/debian",
     console: Annotated[str, typer.Option(help="serial console for the kernel ('' for none)")] = "ttyS0,115200n8",
     kernel_arg: Annotated[list[str] | None, typer.Option(help="extra kernel argument (repeat)")] = None,
-    out: Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")] = None,
+    out: OutOpt = None,
 ) -> None:
     """Write boot/boot.ipxe, boot/hosts/<mac>.ipxe and boot/preseed/<host>.cfg; rerun after every build."""
     err = Console(stderr=True, soft_wrap=True)
@@ -117,12 +120,11 @@ def _listen(value: str) -> tuple[str, int]:
 
 @boot_app.command("report-in")
 def report_in_cmd(
-    cluster: Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")],
+    cluster: ClusterArg,
     listen: Annotated[str, typer.Option(help="ADDRESS:PORT to serve POST /register on")],
     state: Annotated[Path, typer.Option(help="folder for reports.jsonl, booted-hosts.txt, findings.csv")],
-    host_macs: Annotated[Path | None, typer.Option(help=f"filled-in {TEMPLATE} (default: <cluster>/{TEMPLATE})")
-                         ] = None,
-    out: Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")] = None,
+    host_macs: HostMacsOpt = None,
+    out: OutOpt = None,
 ) -> None:
     """Serve the registration endpoint until stopped; booted hosts go to <state>/booted-hosts.txt for site.yml."""
     from railforge.baremetal.register import serve
@@ -233,7 +235,7 @@ def _bmc(action: str, cluster: Path, hosts: str, host_macs: Path | None, bmc_cre
 
 def _bmc_command(action: str, doc: str):
     def command(
-        cluster: Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")],
+        cluster: ClusterArg,
         hosts: Annotated[str, typer.Option(help="all, su:N, su:N-M, rack:NAME or host names, comma-separated")
                          ] = "all",
         host_macs: Annotated[Path | None, typer.Option(help=f"filled-in {TEMPLATE}")] = None,
@@ -248,7 +250,7 @@ def _bmc_command(action: str, doc: str):
         timeout: Annotated[float, typer.Option(help="seconds per request")] = 10.0,
         insecure: Annotated[bool, typer.Option(help="do not verify the BMCs' TLS certificates")] = False,
         ca_file: Annotated[Path | None, typer.Option(help="CA bundle for the BMCs' certificates")] = None,
-        out: Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")] = None,
+        out: OutOpt = None,
         results: Annotated[Path | None, typer.Option(help="also write one JSON line per host here")] = None,
     ) -> None:
         _bmc(action, cluster, hosts, host_macs, bmc_credentials, url, system_id, concurrency, retries, timeout,

@@ -311,14 +311,24 @@ def textfile(hv: HostVars, found: list[Finding], lldp: dict[str, tuple[str, str]
     return "\n".join(lines) + "\n"
 
 
-def drain(node: str, first: Finding) -> None:
+def drain(node: str, first: Finding) -> str | None:
     """As Slurm's HealthCheckProgram must: drain this node, reason = the first finding; a node already drained
-    keeps its reason (a human's or the remediation loop's)."""
-    show = subprocess.run(["scontrol", "-o", "show", "node", node], capture_output=True, text=True, check=False)
-    if "DRAIN" in next((p for p in show.stdout.split() if p.startswith("State=")), ""):
-        return
-    reason = f"railforge-node-health: {first.line()}"[:200]
-    subprocess.run(["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"], check=False)
+    keeps its reason (a human's or the remediation loop's). Returns why the drain failed, None when it did not."""
+    try:
+        show = subprocess.run(["scontrol", "-o", "show", "node", node], capture_output=True, text=True,
+                              check=False, timeout=30)
+        if "DRAIN" in next((p for p in show.stdout.split() if p.startswith("State=")), ""):
+            return None
+        reason = f"railforge-node-health: {first.line()}"[:200]
+        done = subprocess.run(["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"],
+                              capture_output=True, text=True, check=False, timeout=30)
+    except FileNotFoundError:
+        return "scontrol not found on PATH"
+    except subprocess.TimeoutExpired:
+        return "scontrol timed out after 30 s"
+    if done.returncode != 0:
+        return f"scontrol update exited {done.returncode}: {(done.stderr or done.stdout).strip()[:200]}"
+    return None
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -366,7 +376,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.textfile is not None:
         _write_atomic(args.textfile, textfile(hv, found, lldp))
     if found and args.drain:
-        drain(args.node_name or socket.gethostname().split(".")[0], found[0])
+        node = args.node_name or socket.gethostname().split(".")[0]
+        failed = drain(node, found[0])
+        if failed:
+            print(f"error: drain {node}: {failed}".encode("unicode_escape").decode("ascii"), file=sys.stderr)
     if not found:
         print(f"OK: {len(set(CHECKS) - skip)} checks, {len(hv.railforge_rails)} rails")
     return 1 if found else 0

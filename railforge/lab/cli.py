@@ -8,6 +8,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -237,6 +238,20 @@ def _finish(result: dict, json_out: Path | None, ok: bool) -> None:
     raise typer.Exit(0 if ok else 1)
 
 
+@contextlib.contextmanager
+def _pinging(topo: LabTopology, advice: str) -> Iterator[hitless.Pings]:
+    """Pings across the fabric for the length of a change; a lab error ends them and says `advice`."""
+    pings = hitless.Pings(topo)
+    try:
+        yield pings
+    except (CommandError, runner.LabError) as exc:
+        pings.kill()
+        raise _err(f"{exc}; {advice}", 1) from None
+    except BaseException:
+        pings.kill()
+        raise
+
+
 @lab_app.command()
 def grow(cluster: ClusterArg, to: GrowTo, out: OutOpt = None, prefix: PrefixOpt = "rf-", wait: WaitOpt = 120,
          json_out: JsonOpt = None) -> None:
@@ -265,8 +280,7 @@ def grow(cluster: ClusterArg, to: GrowTo, out: OutOpt = None, prefix: PrefixOpt 
     running = [s.name for s in topo.switches]
     c = _console()
     before = hitless.snapshot(state, running)
-    pings = hitless.Pings(topo)
-    try:
+    with _pinging(topo, "the lab is partly grown: `railforge lab down` removes all of it") as pings:
         time.sleep(2)
         reloaded, t0 = [], time.monotonic()
         for name in running:
@@ -284,12 +298,6 @@ def grow(cluster: ClusterArg, to: GrowTo, out: OutOpt = None, prefix: PrefixOpt 
             converged = checks.wait_fib(fibs, checks.expected_fib(new_topo, set()), timeout=wait)
         grow_s = time.monotonic() - t1
         time.sleep(2)
-    except (CommandError, runner.LabError) as exc:
-        pings.kill()
-        raise _err(f"{exc}; the lab is partly grown: `railforge lab down` removes all of it", 1) from None
-    except BaseException:
-        pings.kill()
-        raise
     tx, rx, lossy = pings.stop()
     rep = hitless.compare_sessions(before, hitless.snapshot(state, running))
     new_hosts = {d.name for d in added if d in new_topo.hosts}
@@ -324,8 +332,7 @@ def rma(cluster: ClusterArg, switch: Annotated[str, typer.Argument(help="the swi
              for far in (link.a.device, link.b.device) if far != switch}
     before = hitless.snapshot(state, others)
     own = len(topo.uplinks(switch))
-    pings = hitless.Pings(topo)
-    try:
+    with _pinging(topo, "`railforge lab down` removes the lab") as pings:
         time.sleep(2)
         drain_s = None
         if drain:
@@ -343,12 +350,6 @@ def rma(cluster: ClusterArg, switch: Annotated[str, typer.Argument(help="the swi
             converged = checks.wait_fib(fibs, checks.expected_fib(topo, set()), timeout=wait)
         restore_s = time.monotonic() - t0
         time.sleep(2)
-    except (CommandError, runner.LabError) as exc:
-        pings.kill()
-        raise _err(f"{exc}; `railforge lab down` removes the lab", 1) from None
-    except BaseException:
-        pings.kill()
-        raise
     tx, rx, lossy = pings.stop()
     rep = hitless.compare_sessions(before, hitless.snapshot(state, others), skip=to_it)
     result = {"switch": switch, "drained_s": drain_s, "its_sessions": own,

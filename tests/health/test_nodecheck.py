@@ -264,3 +264,20 @@ def test_textfile_escapes_and_lists_lldp(host_vars: Path) -> None:
     assert 'component="rail0 \\"x\\"\\n"' in text
     assert 'railforge_lldp_neighbor{port="rail0",peer_device="leaf",peer_port="Ethernet0"} 1' in text
     assert 'port="lo"' not in text
+
+
+def test_drain_without_scontrol_is_reported_and_keeps_the_exit_status(tmp_path):
+    """A HealthCheckProgram on a node whose PATH lacks scontrol says so on stderr; no traceback, still exit 1."""
+    hv = tmp_path / "hv.json"
+    hv.write_text(json.dumps({"railforge_rails": [{
+        "rail": 0, "ifname": "rail0", "speed_mbps": 200000, "address": "100.64.0.2/26",
+        "leaf": "su001-leaf-r0", "leaf_port": "Ethernet0", "cable": "CMP-000001"}]}))
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "railforge.health.nodecheck", "--host-vars", str(hv), "--gpus", "0",
+         "--skip", "lldp,bond,xid,peermem", "--drain", "--node-name", "su001-gpu01"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT, env={"PATH": str(empty), "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.splitlines() == ["network: ip -j addr show failed: ip not found"]
+    assert proc.stderr == "error: drain su001-gpu01: scontrol not found on PATH\n"

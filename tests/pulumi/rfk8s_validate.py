@@ -1,7 +1,8 @@
 """Strict validation of what the Pulumi program emits.
 
 Custom resources: the CRD openAPIV3Schema in tests/reference, with additionalProperties: false added
-wherever the schema does not allow unknown fields. Built-in kinds: kubernetes-validate --strict.
+wherever the schema does not allow unknown fields, then the CRD's CEL rules (rfk8s_cel).
+Built-in kinds: kubernetes-validate --strict.
 Helm values: the keys of the pinned chart's values.yaml. A resource with no schema is an error.
 """
 
@@ -19,6 +20,7 @@ import kubernetes_validate
 import yaml
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
+from rfk8s_cel import check_cel_rules
 
 REPO = Path(__file__).resolve().parents[2]
 # The pinned upstream CRDs carried in tests/reference (provenance in its README); RAILFORGE_REFERENCE_DIR overrides.
@@ -104,6 +106,7 @@ def validate_custom(obj: dict) -> None:
     if schema is None:
         raise SchemaMissing(f"no CRD schema in {REFERENCE} for {key[0]} {key[1]}")
     jsonschema.Draft7Validator(schema).validate(obj)
+    check_cel_rules(schema, obj)
     object_meta_validator().validate(obj.get("metadata", {}))
 
 
