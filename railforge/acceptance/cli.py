@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Annotated
@@ -15,8 +16,10 @@ from rich.table import Table
 from rich.text import Text
 
 from railforge import outdir
-from railforge.acceptance import document, jobs, labrun
+from railforge.acceptance import document, ecmppin, jobs, labrun
 from railforge.acceptance.analysis import Analysis, analyse
+from railforge.acceptance.ibroutes import TraceError
+from railforge.acceptance.lft import LftError, read_lfts
 from railforge.acceptance.results import Reader, ReadError, read_acceptance_plan
 from railforge.acceptance.rounds import RoundsError
 from railforge.acceptance.scope import restrict
@@ -71,15 +74,19 @@ def plan_cmd(
     pair_seconds: Annotated[int, typer.Option(min=1, help="ib_write_bw duration per pair test")] = 30,
     dcgm_level: Annotated[int, typer.Option(min=1, max=4, help="dcgmi diag run level")] = 3,
     lab: Annotated[str | None, typer.Option(help="plan for the running lab with this prefix only")] = None,
+    lfts: Annotated[Path | None, typer.Option(help="InfiniBand: the switches' forwarding tables (dump_fts "
+                                                   "output) to trace every pair's upper cables and cover them all")]
+    = None,
 ) -> None:
     """Write acceptance/plan.json and the jobs (pair lists, pair.sh, run-round.sh, Slurm scripts) and print
     the rounds, the bound, flows per pair and the burn-in duration."""
     plan, folder = load(cluster, out, lab)
     durations = Durations(pair_s=pair_seconds, dcgm_level=dcgm_level)
     try:
-        ap = document.build(plan, confidence, durations)
+        tables = read_lfts(lfts) if lfts is not None else None
+        ap = document.build(plan, confidence, durations, tables)
         count = jobs.write(ap, to or folder / "acceptance")
-    except RoundsError as exc:
+    except (RoundsError, LftError, TraceError, ValueError) as exc:
         raise _err(str(exc)) from None
     except OSError as exc:
         raise _err(f"cannot write {exc.filename or ''}: {exc.strerror or exc}") from None
@@ -100,6 +107,19 @@ def plan_cmd(
                        f"(e.g. {d['coverage']['unreachable'][0]})"), highlight=False)
     if d["routing"]["kind"] == "infiniband":
         c.print(escape(d["routing"]["note"]), highlight=False)
+    if d["routing"]["kind"] == "infiniband-lft":
+        r = d["routing"]
+        c.print(escape(f"forwarding tables: {r['upper_cables_on_a_path']} of {r['upper_cables']} upper cables on a "
+                       f"traced path ({r['added_tests']} tests added for them, in {r['added_rounds']} extra "
+                       "rounds)"), highlight=False)
+        for cable, why in list(r["not_nameable"].items())[:5]:
+            c.print(escape(f"  {cable} cannot be named alone: {why}"), highlight=False)
+        if len(r["not_nameable"]) > 5:
+            c.print(escape(f"  ... {len(r['not_nameable']) - 5} more in plan.json routing.not_nameable"),
+                    highlight=False)
+        if r["not_on_any_path"]:
+            raise _err(f"{len(r['not_on_any_path'])} upper cables are on no path these forwarding tables route "
+                       f"(e.g. {r['not_on_any_path'][0]})", 1)
     if not d["meets_bound"]:
         raise _err(f"{d['rounds_planned']} rounds planned, the bound is {d['bound']['rounds']}", 1)
 
@@ -201,6 +221,10 @@ def lab_run(
                                                     "<generated>/acceptance)")] = None,
     seconds: Annotated[float, typer.Option(min=0.5, max=600, help="iperf3 seconds per test")] = 2.0,
     rate: Annotated[str, typer.Option(help="iperf3 -b rate per test")] = "100M",
+    pin_paths: Annotated[bool, typer.Option(help="choose each test's TCP ports so its flows take one path the lab's "
+                                            "switches report (ip route get), and record that path's cables in "
+                                            "the acceptance plan: a slow test then names exact leaf-spine cables")]
+    = False,
 ) -> None:
     """Run every round of the acceptance plan on the lab's hosts, iperf3 standing in for ib_write_bw (root)."""
     plan, folder = load(cluster, out, lab)
@@ -216,6 +240,24 @@ def lab_run(
         raise _err(f"{path} pairs hosts the lab does not run ({', '.join(strangers[:3])}): plan it with --lab {lab}")
     if not re.fullmatch(r"[0-9]+(\.[0-9]+)?[KMG]?", rate):
         raise _err(f"--rate {rate!r}: a number with an optional K, M or G suffix, like 100M")
+    if pin_paths:
+        _pin(cluster, out, lab, doc, path)
     for r in doc["rounds"]:
         took = labrun.run_round(doc, r["round"], lab, results, seconds, rate)
         typer.echo(f"round {r['round']}: {len(r['tests'])} tests in {took:.1f} s")
+
+
+def _pin(cluster: Path, out: Path | None, lab: str, doc: dict, path: Path) -> None:
+    """Pin every test's path in the running lab and rewrite the acceptance plan with it (atomically)."""
+    full, _ = outdir.load(cluster, out)
+    try:
+        ecmppin.pin(doc, ecmppin.topology(full, lab), labrun.server_port)
+    except ecmppin.PinError as exc:
+        raise _err(str(exc)) from None
+    doc["routing"] = {"kind": "lab-pinned", "flows_per_pair": 1, "note": ecmppin.NOTE}
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(document.dumps(doc))
+    os.replace(tmp, path)
+    pinned = {c for r in doc["rounds"] for t in r["tests"] for c in t["cables"][2:]}
+    typer.echo(f"pinned {sum(len(r['tests']) for r in doc['rounds'])} tests: {len(pinned)} upper cables on their "
+               f"paths; {path} rewritten")

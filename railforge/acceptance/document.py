@@ -11,6 +11,9 @@ from dataclasses import dataclass
 import orjson
 
 from railforge.acceptance.fabric import Fabric, Nic, read_fabric
+from railforge.acceptance.ibroutes import cover
+from railforge.acceptance.lft import Lfts
+from railforge.acceptance.paths import Path as TestPath
 from railforge.acceptance.paths import Paths, flows_for, unreachable
 from railforge.acceptance.rounds import Bound, Test, bound, plan_rounds
 from railforge.acceptance.thresholds import Durations, thresholds
@@ -41,22 +44,32 @@ def _nodes_by_su(fabric: Fabric) -> dict[int, list[str]]:
     return out
 
 
-def build(plan: Plan, confidence: float = DEFAULT_CONFIDENCE, durations: Durations | None = None) -> AcceptancePlan:
-    """The acceptance plan of `plan`. The collector is paused: ~10^5 small objects per 16K GPUs would otherwise
-    make it walk the whole plan again and again."""
+def build(plan: Plan, confidence: float = DEFAULT_CONFIDENCE, durations: Durations | None = None,
+          lfts: Lfts | None = None) -> AcceptancePlan:
+    """The acceptance plan of `plan`; with `lfts` (an InfiniBand fabric's forwarding tables) every test's upper
+    cables are traced and pairs are added until every upper cable is on a path (`ibroutes`). The collector is
+    paused: ~10^5 small objects per 16K GPUs would otherwise make it walk the whole plan again and again."""
     was = gc.isenabled()
     gc.disable()
     try:
-        return _build(plan, confidence, durations or Durations())
+        return _build(plan, confidence, durations or Durations(), lfts)
     finally:
         if was:
             gc.enable()
 
 
-def _build(plan: Plan, confidence: float, durations: Durations) -> AcceptancePlan:
+def _build(plan: Plan, confidence: float, durations: Durations, lfts: Lfts | None) -> AcceptancePlan:
     fabric = read_fabric(plan)
     rounds = plan_rounds(fabric)
     b = bound(fabric)
+    base_rounds = len(rounds)
+    traced = None
+    if lfts is not None:
+        if plan.cluster.fabric != "infiniband":
+            raise ValueError(f"{lfts.source}: forwarding tables are InfiniBand's; {plan.cluster.name} has a "
+                             f"{plan.cluster.fabric} compute fabric")
+        traced = cover(plan, fabric, rounds, lfts)
+        rounds = traced.rounds
     paths = Paths(fabric)
     uses: Counter = Counter()
     tests_out = []
@@ -65,6 +78,8 @@ def _build(plan: Plan, confidence: float, durations: Durations) -> AcceptancePla
         rows = []
         for t in tests:
             p = paths.path(t)
+            if traced is not None:
+                p = TestPath((t.a.cable, t.b.cable, *traced.paths[t.id]), ())
             for bd in p.bundles:
                 uses[bd.key] += 1
             node_cables_tested[t.a.cable] += 1
@@ -79,6 +94,19 @@ def _build(plan: Plan, confidence: float, durations: Durations) -> AcceptancePla
         routing = {"kind": "ecmp", "confidence": confidence, "flows_per_pair": flows,
                    "miss_probability_bound": round(miss, 6),
                    "formula": "P(miss) <= sum over bundles 2*W*(1-1/W)^(m*flows); W cables, m tests per bundle"}
+    elif traced is not None:
+        flows = 1
+        routing = {"kind": "infiniband-lft", "flows_per_pair": 1, "upper_cables": traced.upper,
+                   "upper_cables_on_a_path": traced.covered, "not_on_any_path": list(traced.uncovered),
+                   "upper_cables_nameable": traced.identifiable, "not_nameable": traced.not_identifiable,
+                   "added_tests": traced.added_tests, "added_rounds": traced.added_rounds,
+                   "choice": "rounds' tests traced through the switches' forwarding tables (both directions); "
+                             "then greedy multi-cover (the same-class pair on different leaves whose paths carry "
+                             "the most upper cables still on fewer than 2 paths) and one pair per cable whose "
+                             "tests equal another cable's: a bad upper cable is then on >= 2 slow paths and "
+                             "alone on them, which the analysis needs to name it",
+                   "note": "paths are the forwarding tables at the time of the dump: re-plan after OpenSM "
+                           "re-routes (a link down, a new LID)"}
     else:
         flows = 1
         routing = {"kind": "infiniband", "flows_per_pair": 1,
@@ -88,14 +116,14 @@ def _build(plan: Plan, confidence: float, durations: Durations) -> AcceptancePla
     speed = max((n.speed_mbps for n in fabric.all_nics()), default=0) / 1000
     all_nics = fabric.all_nics()
     node_cables = {n.cable for n in all_nics}
-    gone = unreachable(fabric, bundles)
+    gone = list(traced.uncovered) if traced is not None else unreachable(fabric, bundles)
     doc = {
         "kind": KIND, "version": VERSION, "cluster": plan.cluster.name, "fabric": plan.cluster.fabric,
         "tiers": plan.cluster.tiers, "mode": plan.cluster.mode, "gpus_per_node": plan.cluster.gpus_per_node,
         "rails": plan.cluster.rails,
         "bound": {"rounds": b.rounds, "tests_per_nic": b.tests_per_nic, "odd_classes": list(b.odd_classes),
                   "upper": b.upper, "explain": b.explain()},
-        "rounds_planned": len(rounds), "meets_bound": len(rounds) == b.rounds,
+        "rounds_planned": len(rounds), "meets_bound": base_rounds == b.rounds,
         "routing": routing,
         "link_gbps": speed,
         "thresholds": thresholds(plan, speed),

@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from railforge.lab.shell import in_ns
+from railforge.lab.shell import in_ns, run
 
 BASE_PORT = 15201
 CONNECT_TRIES = 25
@@ -44,7 +44,9 @@ def run_round(doc: dict, round_no: int, prefix: str, results: Path, seconds: flo
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     servers = []
+    ranges: dict[str, str] = {}
     try:
+        _pin_control_ports(rnd, prefix, ranges)
         for t in rnd["tests"]:
             b = t["b"]
             servers.append(subprocess.Popen(
@@ -55,6 +57,8 @@ def run_round(doc: dict, round_no: int, prefix: str, results: Path, seconds: flo
             a, b = t["a"], t["b"]
             cmd = in_ns(f"{prefix}{a['node']}", "iperf3", "-c", b["address"], "-B", a["address"], "-p",
                         str(BASE_PORT + b["rail"]), "-t", f"{seconds:g}", "-b", rate, "-J")
+            if t.get("ports"):
+                cmd += ["--cport", str(t["ports"]["data"])]
             clients.append((t, cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                                      text=True)))
         for t, cmd, proc in clients:
@@ -73,4 +77,23 @@ def run_round(doc: dict, round_no: int, prefix: str, results: Path, seconds: flo
             if s.poll() is None:
                 s.kill()
                 s.wait()
+        for ns, old in ranges.items():
+            subprocess.run(in_ns(ns, "sysctl", "-q", "-w", f"net.ipv4.ip_local_port_range={old}"), capture_output=True)
     return time.monotonic() - t0
+
+
+def server_port(test: dict) -> int:
+    return BASE_PORT + test["b"]["rail"]
+
+
+def _pin_control_ports(rnd: dict, prefix: str, old: dict[str, str]) -> None:
+    """Pinned tests (`ecmppin`): the client namespace's ephemeral range narrowed to the round's control port, so
+    iperf3's control connection takes the path recorded for it; each namespace's previous range goes in `old`."""
+    for t in rnd["tests"]:
+        if not t.get("ports"):
+            continue
+        ns = f"{prefix}{t['a']['node']}"
+        if ns not in old:
+            old[ns] = " ".join(run(in_ns(ns, "sysctl", "-n", "net.ipv4.ip_local_port_range")).split())
+        p = t["ports"]["control"]
+        run(in_ns(ns, "sysctl", "-q", "-w", f"net.ipv4.ip_local_port_range={p} {p}"))

@@ -55,6 +55,7 @@ class TestModel(_Strict):
     b: NicModel
     cables: list[str] = Field(max_length=16)
     bundles: list[str] = Field(max_length=8)
+    ports: dict[Literal["control", "data", "server"], int] | None = None  # a lab test pinned by `ecmppin`
 
 
 class RoundModel(_Strict):
