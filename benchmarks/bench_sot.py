@@ -1,10 +1,12 @@
-"""Source-of-truth benchmark: `railforge sot push` of a bundled example into a real NetBox, first push (every
-object created) and a no-op push (everything read back, nothing written), wall time and objects per second.
+"""Source-of-truth benchmark: `railforge sot push` of a bundled example into a real NetBox or Nautobot, first
+push (every object created) and a no-op push (everything read back, nothing written), wall time and objects per
+second.
 
-    python benchmarks/bench_sot.py                          # roce-a800-4nic, then dgx-h100-4su
-    python benchmarks/bench_sot.py roce-16k-railplane       # the 16K example (58,559 cables): long on 2 cores
+    python benchmarks/bench_sot.py                          # NetBox: roce-a800-4nic, then dgx-h100-4su
+    python benchmarks/bench_sot.py --nautobot roce-a800-4nic  # Nautobot (with nautobot-bgp-models)
+    python benchmarks/bench_sot.py roce-16k-railplane       # the 16K example (58,559 cables): hours on 2 cores
 
-Starts its own NetBox (tests/helpers/netbox_server.py: PostgreSQL + Redis on loopback, cached venv and database)
+Starts its own server (tests/helpers/sot_servers.py: PostgreSQL + Redis on loopback, cached venv and database)
 and stops it at the end.
 """
 
@@ -30,19 +32,20 @@ def rf(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "railforge", *args], capture_output=True, text=True, cwd=ROOT)
 
 
-def timed_push(server, folder: Path, token: Path) -> tuple[float, int]:
+def timed_push(server, folder: Path, token: Path, product: str) -> tuple[float, int]:
     started = time.monotonic()
-    proc = rf("sot", "push", str(folder), "--netbox", server.url, "--token-file", str(token), "--workers", "4")
+    proc = rf("sot", "push", str(folder), f"--{product}", server.url, "--token-file", str(token), "--workers", "4")
     took = time.monotonic() - started
     if proc.returncode != 0:
         raise SystemExit(f"push failed: {proc.stderr}")
     return took, int(re.search(r"wrote (\d+) objects", proc.stdout).group(1))
 
 
-def main(clusters: list[str]) -> None:
+def main(clusters: list[str], product: str = "netbox") -> None:
     with tempfile.TemporaryDirectory(prefix="rf-bench-sot-") as tmp:
         work = Path(tmp)
-        server = sot_servers.start_netbox(work / "netbox")
+        start = sot_servers.start_nautobot if product == "nautobot" else sot_servers.start_netbox
+        server = start(work / product)
         try:
             token = work / "token"
             token.write_text(server.token)
@@ -52,14 +55,17 @@ def main(clusters: list[str]) -> None:
                 if built.returncode != 0:
                     raise SystemExit(built.stderr)
                 plan = json.loads((out / "plan.json").read_text())
-                first, written = timed_push(server, out, token)
-                again, rewritten = timed_push(server, out, token)
-                print(f"{name}: {len(plan['devices'])} devices, {len(plan['links'])} cables; first push {written} "
-                      f"objects in {first:.0f} s ({written / first:.0f}/s); no-op push {rewritten} writes in "
+                first, written = timed_push(server, out, token, product)
+                again, rewritten = timed_push(server, out, token, product)
+                print(f"{product} {name}: {len(plan['devices'])} devices, {len(plan['links'])} cables; first push "
+                      f"{written} objects in {first:.0f} s ({written / first:.0f}/s); no-op push {rewritten} writes in "
                       f"{again:.0f} s", flush=True)
         finally:
             server.stop()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or list(DEFAULT))
+    args = sys.argv[1:]
+    chosen = "nautobot" if "--nautobot" in args else "netbox"
+    names = [a for a in args if a != "--nautobot"]
+    main(names or list(DEFAULT), chosen)

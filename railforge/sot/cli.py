@@ -113,6 +113,8 @@ def push(build: BuildArg, netbox: NetBoxOpt = None, nautobot: NautobotOpt = None
         err.print(f"railforge sot push: {escape(str(e))}")
         raise typer.Exit(2) from None
     took = time.monotonic() - started
+    for note in nb.notes:
+        err.print(f"railforge sot push: note: {escape(note)}")
     verb = "would write" if dry_run else "wrote"
     created = ", ".join(f"{n} {cls}" for cls, n in result.created.items()) or "nothing new"
     out.print(f"{nb.product} {escape(version)}: {verb} {result.writes} objects in {took:.1f} s ({escape(created)})")
@@ -131,6 +133,8 @@ def diff_cmd(build: BuildArg, netbox: NetBoxOpt = None, nautobot: NautobotOpt = 
     except SotError as e:
         err.print(f"railforge sot diff: {escape(str(e))}")
         raise typer.Exit(2) from None
+    for note in nb.notes:
+        err.print(f"railforge sot diff: note: {escape(note)}")
     if not changes:
         out.print(f"{nb.product} holds {escape(plan.cluster.name)} exactly as planned")
         return

@@ -91,6 +91,16 @@ class Prefix:
 
 
 @dataclass(frozen=True, slots=True)
+class Bgp:
+    """A switch's BGP identity: its ASN and its loopback as router ID (where a product ties a device to an ASN:
+    Nautobot's BGP app does, through one routing instance per device)."""
+
+    device: str
+    asn: int
+    router_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Vlan:
     vid: int
     name: str
@@ -112,13 +122,15 @@ class Desired:
     prefixes: list[Prefix] = field(default_factory=list)
     addresses: list[Address] = field(default_factory=list)
     asns: list[int] = field(default_factory=list)
+    bgp: list[Bgp] = field(default_factory=list)
     vlans: list[Vlan] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {"sites": 1, "manufacturers": len(self.manufacturers), "device roles": len(self.roles),
                 "device types": len(self.device_types), "racks": len(self.racks), "devices": len(self.devices),
                 "interfaces": len(self.interfaces), "cables": len(self.cables), "prefixes": len(self.prefixes),
-                "IP addresses": len(self.addresses), "ASNs": len(self.asns), "VLANs": len(self.vlans)}
+                "IP addresses": len(self.addresses), "ASNs": len(self.asns), "BGP instances": len(self.bgp),
+                "VLANs": len(self.vlans)}
 
 
 def desired(plan: Plan) -> Desired:
@@ -165,6 +177,7 @@ def desired(plan: Plan) -> Desired:
                                  " ".join(x for x in (link.fabric, link.tier, link.media, link.part or "") if x)))
     want.prefixes = [Prefix(p.prefix, f"{p.name}: {p.purpose}") for p in plan.pools]
     want.asns = sorted({d.asn for d in plan.devices if d.asn is not None})
+    want.bgp = [Bgp(d.name, d.asn, d.loopback) for d in plan.devices if d.asn is not None]
     vlans = {hs.vlan for d in plan.devices for hs in d.host_subnets}
     vlans |= {d.bond.storage_vlan.id for d in plan.devices if d.bond and d.bond.storage_vlan}
     want.vlans = [Vlan(v, f"vlan{v}") for v in sorted(vlans)]

@@ -3,8 +3,10 @@ sync.py).
 
 Nautobot models what NetBox calls a site as a Location (of a location type railforge creates), gives every
 object a Status object, needs a parent prefix for every IP address and assigns addresses to interfaces through
-its own IP-to-interface objects; its core has no ASN model, so ASNs are not pushed (the devices' descriptions
-carry them).
+its own IP-to-interface objects. Its core has no ASN model: ASNs go to the Nautobot app `nautobot-bgp-models`
+(Network to Code's, on PyPI) where it is installed, as AutonomousSystem objects and one BGP routing instance per
+switch (its ASN, its loopback as router ID). Without the app ASNs are left out and the push says so (the devices'
+comments still carry them).
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from railforge.render.netbox import slug
 from railforge.sot.desired import Desired
 from railforge.sot.sync import Client, PushResult, SotError, State
 
+BGP_APP = "nautobot-bgp-models"
+BGP_TYPES = ["nautobot_bgp_models.autonomoussystem", "nautobot_bgp_models.bgproutinginstance"]
 CONTENT_TYPES = ["dcim.location", "dcim.devicetype", "dcim.rack", "dcim.device", "dcim.interface", "dcim.cable",
                  "ipam.prefix", "ipam.ipaddress", "ipam.vlan"]
 TAGGABLE = {"locations", "device-types", "racks", "devices", "interfaces", "cables", "prefixes", "ip-addresses",
-            "vlans"}
+            "vlans", "autonomous-systems", "routing-instances"}
 """Endpoints whose objects carry tags; manufacturers, roles, location types and IP-to-interface links do not, and
 are matched by name (or by the tagged objects they join) instead."""
 
@@ -55,14 +59,31 @@ class Nautobot(Client):
     def has_site(self, want: Desired) -> bool:
         return self.api.dcim.locations.get(name=want.site) is not None
 
+    def _has_bgp_app(self) -> bool:
+        try:
+            self.api.plugins.bgp.autonomous_systems.count()
+        except pynautobot.RequestError as e:
+            if getattr(getattr(e, "req", None), "status_code", None) == 404:
+                return False
+            raise SotError(self._api_error(e)) from None
+        return True
+
     def _ensure_tag(self) -> None:
+        self.bgp_app = self._has_bgp_app()
+        if not self.bgp_app:
+            self.notes = [f"Nautobot has no {BGP_APP} app (its core has no ASN model): ASNs and BGP routing "
+                          f"instances are not pushed or compared"]
+        types = CONTENT_TYPES + (BGP_TYPES if self.bgp_app else [])
         tag = self.api.extras.tags.get(name=self.tag)
-        if tag is None:
-            try:
-                tag = self.api.extras.tags.create(name=self.tag, color="76b900", content_types=CONTENT_TYPES,
+        try:
+            if tag is None:
+                tag = self.api.extras.tags.create(name=self.tag, color="76b900", content_types=types,
                                                   description="created and owned by railforge")
-            except pynautobot.RequestError as e:
-                raise SotError(self._api_error(e)) from None
+            elif not set(types) <= set(tag.content_types):  # made by a push before the app was installed
+                tag.content_types = sorted(set(tag.content_types) | set(types))
+                tag.save()
+        except pynautobot.RequestError as e:
+            raise SotError(self._api_error(e)) from None
         self.tag_id = tag.id
         self.status = {s.name: s.id for s in self.api.extras.statuses.all()}
         self.namespace = self.api.ipam.namespaces.get(name="Global").id
@@ -108,9 +129,9 @@ class Nautobot(Client):
         st.cable_ends = ends
         st.prefixes = {r.prefix: r for r in self._all(api.ipam.prefixes, tags=self.tag)}
         st.vlans = {r.vid: r for r in self._all(api.ipam.vlans, tags=self.tag)}
-        st.asns = dict.fromkeys(want.asns)  # no ASN model in Nautobot's core: nothing to push or compare
         addresses = {r.id: r for r in self._all(api.ipam.ip_addresses, tags=self.tag)}
         self.address_ids = {str(r.address): r.id for r in addresses.values()}
+        self._read_bgp(want, st, device_name, {r.id: str(r.address) for r in addresses.values()})
         ids = sorted(addresses)
         links = [x for i in range(0, len(ids), 100)
                  for x in self._all(api.ipam.ip_address_to_interface, ip_address=ids[i:i + 100])]
@@ -120,6 +141,48 @@ class Nautobot(Client):
             if ip is not None and key is not None:
                 st.addresses[(key[0], key[1], str(ip.address))] = link
         return st
+
+    def _read_bgp(self, want: Desired, st: State, device_name: dict, address_of: dict) -> None:
+        """The ASes railforge owns or plans (a planned number that exists unowned, say another cluster's private
+        ASN, is used, never changed) and the routing instance railforge owns on each device."""
+        if not self.bgp_app:
+            st.asns = dict.fromkeys(want.asns)
+            return
+        bgp = self.api.plugins.bgp
+        planned = [r for i in range(0, len(want.asns), 100)
+                   for r in self._all(bgp.autonomous_systems, asn=want.asns[i:i + 100])]
+        st.asns = {r.asn: r for r in [*planned, *self._all(bgp.autonomous_systems, tags=self.tag)]}
+        instances = self._all(bgp.routing_instances, tags=self.tag)
+        asn_of = {r.id: r.asn for r in st.asns.values()}
+        other = sorted({_id(r.autonomous_system) for r in instances} - set(asn_of))
+        asn_of.update({r.id: r.asn for i in range(0, len(other), 100)
+                       for r in self._all(bgp.autonomous_systems, id=other[i:i + 100])})
+        st.bgp = {device_name.get(_id(r.device)): (r, asn_of.get(_id(r.autonomous_system)),
+                                                   address_of.get(_id(r.router_id)))
+                  for r in sorted(instances, key=lambda r: str(r.id))}
+
+    def _bgp_body(self, b, st: State) -> dict:
+        return {"autonomous_system": st.asns[b.asn].id, "router_id": self.address_ids.get(b.router_id)}
+
+    def _push_bgp(self, want: Desired, st: State, result: PushResult) -> None:
+        if not self.bgp_app:
+            return
+        bgp = self.api.plugins.bgp
+        st.asns.update({r.asn: r for r in self._create(
+            bgp.autonomous_systems, "ASNs", [{"asn": n, "status": self.status["Active"], "description": self.cluster}
+                                              for n in want.asns if n not in st.asns], result)})
+        new = [b for b in want.bgp if b.device not in st.bgp]
+        made = self._create(bgp.routing_instances, "BGP instances",
+                            [{"device": st.devices[b.device].id, "status": self.status["Planned"],
+                              **self._bgp_body(b, st)} for b in new], result)
+        st.bgp.update({b.device: (r, b.asn, b.router_id) for r, b in zip(made, new, strict=True)})
+
+    def _update_bgp(self, want: Desired, st: State, result: PushResult) -> None:
+        if not self.bgp_app:
+            return
+        self._update(self.api.plugins.bgp.routing_instances, "BGP instances",
+                     [{"id": st.bgp[b.device][0].id, **self._bgp_body(b, st)} for b in want.bgp
+                      if b.device in st.bgp and st.bgp[b.device][1:] != (b.asn, b.router_id)], result)
 
     def _apply(self, want: Desired, st: State, result: PushResult, apply_changes: bool) -> None:
         api, planned, active = self.api, self.status["Planned"], self.status["Active"]
@@ -185,6 +248,7 @@ class Nautobot(Client):
         self._create(api.ipam.vlans, "VLANs", [{"vid": v.vid, "name": v.name, "status": active,
                                                 "location": site_id} for v in want.vlans if v.vid not in st.vlans],
                      result)
+        self._push_bgp(want, st, result)
         if apply_changes:
             self._apply_updates(want, st, result)
 

@@ -64,6 +64,8 @@ class Client:
         self.cluster = cluster
         self.tag = owner_tag(cluster)
         self.workers = workers
+        self.notes: list[str] = []
+        """What the push or diff left out and why (said on stderr, not an error)."""
 
     # -- reads ---------------------------------------------------------------------------------------------------
 
@@ -151,6 +153,17 @@ class Client:
         if stale:
             self.api.dcim.cables.delete(stale)
             self._apply(want, st, result, apply_changes=False)
+        self._update_bgp(want, st, result)
+        planned = set(want.asns)
+        for n in sorted(n for n, rec in st.asns.items() if n not in planned and rec is not None and st.owned(rec)):
+            try:
+                st.asns.pop(n).delete()
+            except self.RequestError as e:
+                raise SotError(f"deleting ASN {n}: {self._api_error(e)}{RESUME}") from None
+            result.updated["ASNs removed"] = result.updated.get("ASNs removed", 0) + 1
+
+    def _update_bgp(self, want: Desired, st: State, result: PushResult) -> None:
+        """Owned per-device BGP objects back to the plan, where the product has them (Nautobot's BGP app)."""
 
     def _api_error(self, e: Exception) -> str:
         status = getattr(getattr(e, "req", None), "status_code", "?")
@@ -185,6 +198,8 @@ class State:
     prefixes: dict = field(default_factory=dict)
     addresses: dict = field(default_factory=dict)
     asns: dict = field(default_factory=dict)
+    bgp: dict | None = None
+    """device -> (record, its ASN, its router ID address), or None where the product ties no ASN to a device."""
     vlans: dict = field(default_factory=dict)
     rir: object | None = None
     owned: Callable = lambda rec: False
@@ -266,6 +281,17 @@ def compare(want: Desired, st: State) -> list[Change]:
     for n in want.asns:
         if n not in st.asns:
             out.append(Change("create", "ASN", str(n)))
+    planned_asns = set(want.asns)
+    for n, rec in sorted(st.asns.items()):
+        if n not in planned_asns and rec is not None and st.owned(rec):
+            out.append(Change("update", "ASN", str(n), "railforge's, not in the plan"))
+    for b in want.bgp if st.bgp is not None else ():
+        have = st.bgp.get(b.device)
+        if have is None:
+            out.append(Change("create", "BGP instance", b.device))
+        elif owned_or_conflict("BGP instance", b.device, have[0]) and have[1:] != (b.asn, b.router_id):
+            out.append(Change("update", "BGP instance", b.device, f"AS {have[1]} router ID {have[2]}, planned "
+                                                                   f"AS {b.asn} router ID {b.router_id}"))
     for v in want.vlans:
         if v.vid not in st.vlans:
             out.append(Change("create", "VLAN", str(v.vid)))

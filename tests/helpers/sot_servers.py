@@ -24,6 +24,10 @@ import requests
 
 NETBOX_VERSION = "4.7.3"
 NAUTOBOT_VERSION = "3.2.7"
+BGP_MODELS_VERSION = "3.2.0"
+"""nautobot-bgp-models, Network to Code's Nautobot app with the AutonomousSystem and BGP routing-instance models
+(Nautobot's core has no ASN model); 3.2.0 requires nautobot>=3.1,<4."""
+NAUTOBOT_APPS = ["nautobot_bgp_models"]
 CACHE = Path(os.environ.get("RAILFORGE_CACHE", "/var/cache/railforge"))
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 SECRET = "railforge-test-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz"
@@ -58,9 +62,11 @@ def _python(version: str) -> str:
     raise RuntimeError(f"no Python {version} found (pyenv or PATH)")
 
 
-def product_venv(package: str, version: str, python: str) -> Path:
-    """The cached virtual environment with `package==version` installed (made once per version)."""
-    venv = CACHE / f"{package}-{version}-venv"
+def product_venv(package: str, version: str, python: str, extras: tuple[str, ...] = ()) -> Path:
+    """The cached virtual environment with `package==version` and the pinned `extras` installed (made once per
+    set of versions: the folder's name carries them all)."""
+    key = "".join(f"+{e.replace('==', '-')}" for e in extras)
+    venv = CACHE / f"{package}-{version}{key}-venv"
     done = venv / ".railforge-complete"
     if done.exists():
         return venv
@@ -68,7 +74,7 @@ def product_venv(package: str, version: str, python: str) -> Path:
     venv.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([_python(python), "-m", "venv", str(venv)], check=True)
     for attempt in range(4):
-        proc = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"{package}=={version}"],
+        proc = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", f"{package}=={version}", *extras],
                               capture_output=True, text=True)
         if proc.returncode == 0:
             done.write_text(version)
@@ -128,14 +134,20 @@ def _databases(work: Path) -> Server:
     return server
 
 
-def _migrated(server: Server, name: str, migrate: list[str]) -> None:
-    """The product's empty schema: restored from the cached dump, or migrated once and dumped."""
+def _migrated(server: Server, name: str, migrate: list[str], base: str | None = None) -> None:
+    """The product's empty schema: restored from the cached dump, or migrated once and dumped. With `base` (the
+    dump of the same product without its apps), a cache miss starts from that dump, so adding an app migrates
+    only the app's tables."""
     psql = ["psql", "-h", "127.0.0.1", "-p", str(server.pg_port), "-U", "postgres", "-q", "-d", "sot"]
     dump = CACHE / f"{name}-migrated.sql"
     if dump.exists():
         proc = server.run(*psql, "-f", str(dump))
         if proc.returncode == 0:
             return
+        _recreate(server)
+    base_dump = CACHE / f"{base}-migrated.sql" if base is not None else None
+    if base_dump is not None and base_dump.exists() and server.run(*psql, "-f", str(base_dump)).returncode != 0:
+        _recreate(server)
     proc = server.run(*migrate, timeout=3600)
     if proc.returncode != 0:
         server.stop()
@@ -143,6 +155,12 @@ def _migrated(server: Server, name: str, migrate: list[str]) -> None:
     tmp = dump.with_suffix(f".tmp-{os.getpid()}")
     server.run("pg_dump", "-h", "127.0.0.1", "-p", str(server.pg_port), "-U", "postgres", "-f", str(tmp), "sot")
     tmp.rename(dump)
+
+
+def _recreate(server: Server) -> None:
+    """An empty `sot` database again, after a restore that failed half-way."""
+    for sql in ("drop database if exists sot", "create database sot"):
+        server.run("psql", "-h", "127.0.0.1", "-p", str(server.pg_port), "-U", "postgres", "-q", "-c", sql)
 
 
 def _wait(url: str, timeout: float) -> None:
@@ -194,7 +212,7 @@ def start_netbox(work: Path) -> Server:
 
 def start_nautobot(work: Path) -> Server:
     """Nautobot with an admin user and an API token."""
-    venv = product_venv("nautobot", NAUTOBOT_VERSION, "3.11")
+    venv = product_venv("nautobot", NAUTOBOT_VERSION, "3.11", (f"nautobot-bgp-models=={BGP_MODELS_VERSION}",))
     server = _databases(work)
     try:
         root = work / "nautobot"
@@ -210,7 +228,10 @@ def start_nautobot(work: Path) -> Server:
         proc = server.run(nautobot, "init", str(root / "nautobot_config.py"))
         if proc.returncode != 0:
             raise RuntimeError(f"nautobot-server init failed: {proc.stderr[-1000:]}")
-        _migrated(server, f"nautobot-{NAUTOBOT_VERSION}", [nautobot, "migrate"])
+        with open(root / "nautobot_config.py", "a") as config:
+            config.write(f"\nPLUGINS = {NAUTOBOT_APPS!r}\n")
+        _migrated(server, f"nautobot-{NAUTOBOT_VERSION}-bgp-models-{BGP_MODELS_VERSION}", [nautobot, "migrate"],
+                  base=f"nautobot-{NAUTOBOT_VERSION}")
         _superuser(server, [nautobot, "createsuperuser", "--no-input"])
         port = server.url.rsplit(":", 1)[1]
         _serve(server, [nautobot, "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"], "nautobot.log",

@@ -68,8 +68,26 @@ def test_push_reads_back_as_planned(nautobot, token_file, plans):  # noqa: F811
         c = cables[link["id"]]
         assert {interfaces[c.termination_a_id], interfaces[c.termination_b_id]} == \
             {(link["a"]["device"], link["a"]["port"]), (link["b"]["device"], link["b"]["port"])}
+    addresses = {a.id: str(a.address) for a in nb.ipam.ip_addresses.filter(tags="railforge-tiny-roce")}
     loopbacks = {d["loopback"] for d in plan["devices"] if d.get("loopback")}
-    assert loopbacks <= {str(a.address) for a in nb.ipam.ip_addresses.filter(tags="railforge-tiny-roce")}
+    assert loopbacks <= set(addresses.values())
+    assert bgp_read_back(nb, names, addresses) == planned_bgp(plan)
+
+
+def planned_bgp(plan: dict) -> tuple[set, dict]:
+    """The plan's ASNs, and each switch's (ASN, loopback) that its BGP routing instance should carry."""
+    return ({d["asn"] for d in plan["devices"] if d.get("asn") is not None},
+            {d["name"]: (d["asn"], d["loopback"]) for d in plan["devices"] if d.get("asn") is not None})
+
+
+def bgp_read_back(nb, device_names: dict, addresses: dict) -> tuple[set, dict]:
+    """The owned AutonomousSystem numbers and, per device, its owned routing instance's (ASN, router ID), read
+    from nautobot-bgp-models' own API."""
+    systems = {a.id: a.asn for a in nb.plugins.bgp.autonomous_systems.filter(tags="railforge-tiny-roce")}
+    instances = list(nb.plugins.bgp.routing_instances.filter(tags="railforge-tiny-roce"))
+    every = {a.id: a.asn for a in nb.plugins.bgp.autonomous_systems.all()}
+    return set(systems.values()), {device_names[i.device.id]: (every[i.autonomous_system.id],
+                                                               addresses[i.router_id.id]) for i in instances}
 
 
 def test_noop_growth_and_drift(nautobot, token_file, plans):  # noqa: F811
@@ -93,3 +111,35 @@ def test_noop_growth_and_drift(nautobot, token_file, plans):  # noqa: F811
     assert refused.returncode == 1 and device.name in refused.stderr
     assert push(nautobot, token_file, three, "--apply-changes").returncode == 0
     assert sot_diff(nautobot, token_file, three).returncode == 0
+
+
+def test_asn_changed_by_hand_shows_in_diff(nautobot, token_file, plans):  # noqa: F811
+    """An owned AutonomousSystem renumbered in Nautobot's UI/API: `sot diff` names the missing ASN and the switch
+    whose routing instance now carries another one; push refuses; --apply-changes puts the plan back."""
+    _, three = plans  # pushed, and in step, by the test above
+    plan = json.loads((three / "plan.json").read_text())
+    users: dict[int, list[str]] = {}
+    for d in plan["devices"]:
+        if d.get("asn") is not None:
+            users.setdefault(d["asn"], []).append(d["name"])
+    asn, (switch,) = next((n, names) for n, names in sorted(users.items()) if len(names) == 1)
+    edited = max(users) + 7
+    nb = api(nautobot)
+    system = nb.plugins.bgp.autonomous_systems.get(asn=asn)
+    system.asn = edited
+    system.save()
+    proc = sot_diff(nautobot, token_file, three)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert re.search(rf"missing\s.*ASN\s.*{asn}", proc.stdout), proc.stdout
+    assert switch in proc.stdout and str(edited) in proc.stdout
+    refused = push(nautobot, token_file, three)
+    assert refused.returncode == 1 and switch in refused.stderr
+    fixed = push(nautobot, token_file, three, "--apply-changes")
+    assert fixed.returncode == 0, fixed.stderr
+    assert sot_diff(nautobot, token_file, three).returncode == 0
+    assert nb.plugins.bgp.autonomous_systems.get(asn=edited) is None
+    location = nb.dcim.locations.get(name="tiny-roce")
+    names = {d.id: d.name for d in nb.dcim.devices.filter(location=location.id)}
+    addresses = {a.id: str(a.address) for a in nb.ipam.ip_addresses.filter(tags="railforge-tiny-roce")}
+    assert bgp_read_back(nb, names, addresses) == planned_bgp(plan)
+    assert writes(push(nautobot, token_file, three)) == 0
