@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from railforge.planio import read_plan
-from tests.conftest import ROOT, require_tool, run_cli
+from tests.acceptance.tinylab import tiny_roce_lab
+from tests.conftest import require_tool, run_cli
 
 PREFIX = "i32b-"
 TOOLS = ("root", "/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/bfdd", "vtysh", "lldpd", "iperf3", "nft",
@@ -37,22 +38,8 @@ def sh(*cmd: str, stdin: str | None = None) -> None:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     require_tool(*TOOLS)
-    folder = tmp_path_factory.mktemp("burnin")
-    spec = folder / "cluster.yaml"
-    text = (ROOT / "tests" / "specs" / "tiny-roce.yaml").read_text()
-    assert "  count: 2\n" in text
-    spec.write_text(text.replace("  count: 2\n", "  count: 3\n"))
-    out = folder / "generated"
-    run_cli("build", str(spec), "--out", str(out))
-    args = (str(spec), "--out", str(out), "--prefix", PREFIX)
-    t0 = time.monotonic()
-    try:
-        run_cli("lab", "up", *args, "--sus", "3", "--spines", "1", "--parallel", "1", "--hosts-per-su", "2")
-        run_cli("acceptance", "plan", str(spec), "--out", str(out), "--lab", PREFIX, "--to", str(folder / "acc"))
-        print(f"lab up and acceptance plan: {time.monotonic() - t0:.1f} s")
-        yield spec, out, folder / "acc"
-    finally:
-        run_cli("lab", "down", *args, check=False)
+    with tiny_roce_lab(tmp_path_factory.mktemp("burnin"), PREFIX, spines=1) as built:
+        yield built
 
 
 def run_and_analyse(lab, results: Path) -> tuple[dict, float]:

@@ -20,7 +20,8 @@ import pytest
 from railforge.acceptance import ecmppin, labrun
 from railforge.acceptance.document import dumps
 from railforge.planio import read_plan
-from tests.conftest import ROOT, require_tool, run_cli
+from tests.acceptance.tinylab import tiny_roce_lab
+from tests.conftest import require_tool, run_cli
 
 PREFIX = "i32e-"
 TOOLS = ("root", "/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/bfdd", "vtysh", "lldpd", "iperf3", "tc",
@@ -31,22 +32,8 @@ MIN_GBPS = "0.08"
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     require_tool(*TOOLS)
-    folder = tmp_path_factory.mktemp("ecmp")
-    spec = folder / "cluster.yaml"
-    text = (ROOT / "tests" / "specs" / "tiny-roce.yaml").read_text()
-    assert "  count: 2\n" in text
-    spec.write_text(text.replace("  count: 2\n", "  count: 3\n"))
-    out = folder / "generated"
-    run_cli("build", str(spec), "--out", str(out))
-    args = (str(spec), "--out", str(out), "--prefix", PREFIX)
-    t0 = time.monotonic()
-    try:
-        run_cli("lab", "up", *args, "--sus", "3", "--spines", "2", "--parallel", "1", "--hosts-per-su", "2")
-        run_cli("acceptance", "plan", str(spec), "--out", str(out), "--lab", PREFIX, "--to", str(folder / "acc"))
-        print(f"lab up and acceptance plan: {time.monotonic() - t0:.1f} s")
-        yield spec, out, folder / "acc"
-    finally:
-        run_cli("lab", "down", *args, check=False)
+    with tiny_roce_lab(tmp_path_factory.mktemp("ecmp"), PREFIX, spines=2) as built:
+        yield built
 
 
 def run_pinned(lab, results: Path, pin: bool = True) -> tuple[dict, dict, str]:
