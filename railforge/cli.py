@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
-from railforge import outdir, show
+from railforge import show
 from railforge.acceptance.cli import acceptance_app
 from railforge.allocator import keep_freed_memory
 from railforge.args import ArgumentError, check_path
@@ -35,7 +35,8 @@ from railforge.health.cli import health_app
 from railforge.lab.cli import lab_app
 from railforge.output import Output, OutputError, UnsafePath, describe, no_group_or_other_write
 from railforge.parallel import jobs_for, render_parallel
-from railforge.plan import Plan
+from railforge.plan import outdir
+from railforge.plan.model import Plan
 from railforge.planner import build_plan
 from railforge.progress import StageClock, progress_for, status
 from railforge.render import families

@@ -4,7 +4,7 @@ and the renumbering guard refuses the build. Users met that only when the guard 
 
 from __future__ import annotations
 
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 
 
 def growth_note(plan: Plan) -> str:

@@ -8,7 +8,7 @@ from socket import inet_ntoa
 
 import netaddr
 
-from railforge.plan import AsnPool, Pool
+from railforge.plan.model import AsnPool, Pool
 
 
 def int_to_ip(value: int) -> str:

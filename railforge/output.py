@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from railforge.outdir import PLAN
+from railforge.plan.outdir import PLAN
 
 
 class UnsafePath(Exception):

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from railforge.output import Output
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 from railforge.render import Family
 
 _handoff: dict = {}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 from railforge.planner import build_plan
 from railforge.spec import load_spec
 

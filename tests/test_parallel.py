@@ -12,7 +12,7 @@ import pytest
 
 from railforge.output import Output
 from railforge.parallel import WorkerFailed, jobs_for, render_parallel
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 from railforge.planner import build_plan
 from railforge.render import Family
 from railforge.spec import load_spec

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import jinja2
 
-from railforge import outdir
 from railforge.acceptance.document import AcceptancePlan, dumps
+from railforge.plan import outdir
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("railforge.render", "templates/acceptance"),

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 from railforge.render.host_macs import COLUMNS, TEMPLATE, boot_nic, hosts
 from railforge.ztp.macs import normalise_mac
 

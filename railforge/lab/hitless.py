@@ -22,7 +22,7 @@ from railforge.lab.runner import config_file, frr_text
 from railforge.lab.scope import LabTopology
 from railforge.lab.shell import CommandError, in_ns, ip, ip_batch, run
 from railforge.lab.state import LabState
-from railforge.plan import Device
+from railforge.plan.model import Device
 
 FRR_RELOAD = Path("/usr/lib/frr/frr-reload.py")
 PING_INTERVAL_S = 0.05

@@ -17,7 +17,7 @@ from railforge.lab.memory import memory_problems
 from railforge.lab.scope import LabTopology
 from railforge.lab.shell import ip, namespaces
 from railforge.lab.state import LabState, load_state, run_dir
-from railforge.plan import Device
+from railforge.plan.model import Device
 
 Log = Callable[[str], None]
 

@@ -8,7 +8,7 @@ from fractions import Fraction
 from railforge import nos
 from railforge.hardware.catalog import merged_catalog, ports_at, splitter_parts, twin_parts
 from railforge.ipam import AsnRange, PoolExhausted, PrefixPool, check_overlaps
-from railforge.plan import ClusterSummary, DeviceType, NodeTopology, Plan, Qos, Reliability, Tenant
+from railforge.plan.model import ClusterSummary, DeviceType, NodeTopology, Plan, Qos, Reliability, Tenant
 from railforge.planner import compute, layout, oob, slurm, storage
 from railforge.planner.checks import check_plan
 from railforge.planner.context import BuildContext

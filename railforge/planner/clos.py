@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from railforge.ipam import int_to_ip
-from railforge.plan import Device, Port, TierSummary
+from railforge.plan.model import Device, Port, TierSummary
 from railforge.planner import names
 from railforge.planner.context import BuildContext
 from railforge.planner.ports import capacity

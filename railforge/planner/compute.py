@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from railforge import nos as nos_registry
 from railforge.ipam import block_len_for, int_to_ip
-from railforge.plan import Device, HostSubnet, Port, RailInterface, TierSummary
+from railforge.plan.model import Device, HostSubnet, Port, RailInterface, TierSummary
 from railforge.planner import names
 from railforge.planner.context import BuildContext
 from railforge.planner.ports import capacity
@@ -385,7 +385,7 @@ def _ip_int(prefix: str) -> int:
 
 def pod_networks(ctx: BuildContext, d: ComputeDesign):
     """Per-rail pod ranges: inside each leaf's subnet (RoCE) or each rail's IPoIB subnet (InfiniBand)."""
-    from railforge.plan import PodNetwork
+    from railforge.plan.model import PodNetwork
 
     spec = ctx.spec
     per_node = spec.addressing.pod_addresses_per_node

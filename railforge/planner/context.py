@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from railforge.ipam import AsnRange, PrefixPool
 from railforge.nos.sonic_platform import PlatformError
-from railforge.plan import Device, Endpoint, Link, Port
+from railforge.plan.model import Device, Endpoint, Link, Port
 from railforge.planner.ports import PortLayout, RadixError
 from railforge.spec.errors import SpecError
 from railforge.spec.loader import LineMap, dotted

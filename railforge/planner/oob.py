@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from railforge import nos
 from railforge.ipam import block_len_for, int_to_ip
-from railforge.plan import Bmc, Device, HostSubnet, Port, TierSummary
+from railforge.plan.model import Bmc, Device, HostSubnet, Port, TierSummary
 from railforge.planner import clos, names
 from railforge.planner.context import BuildContext
 from railforge.planner.ports import capacity

@@ -6,7 +6,7 @@ from railforge.hardware.catalog import PortSlot, ports_at
 from railforge.nos import profile as nos_profile
 from railforge.nos.profile import NosProfile, front_label
 from railforge.nos.sonic_platform import Platform
-from railforge.plan import Port
+from railforge.plan.model import Port
 from railforge.spec.models import CatalogSwitch
 from railforge.units import format_speed
 

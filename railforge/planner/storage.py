@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from railforge.ipam import block_len_for, int_to_ip
 from railforge.nos.sonic_platform import PlatformError
-from railforge.plan import Bond, BondMember, Device, HostSubnet, Port, TierSummary, VlanInterface
+from railforge.plan.model import Bond, BondMember, Device, HostSubnet, Port, TierSummary, VlanInterface
 from railforge.planner import clos, names
 from railforge.planner.context import BuildContext
 from railforge.planner.ports import PortLayout, RadixError, capacity

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from railforge.output import Output
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Family:
 
 
 def families() -> list[Family]:
-    from railforge import outdir
+    from railforge.plan import outdir
     from railforge.render import (
         bom,
         cabling,

@@ -9,9 +9,8 @@ from itertools import groupby
 from operator import itemgetter
 
 from railforge.output import Output
-from railforge.plan import Link, Plan
-from railforge.render.csvrows import column_lines, format_rows, write_rows
-from railforge.render.tables import (
+from railforge.plan.model import Link, Plan
+from railforge.plan.tables import (
     ADDRESS_COLUMNS,
     CABLE_COLUMNS,
     POOL_COLUMNS,
@@ -20,6 +19,7 @@ from railforge.render.tables import (
     pool_row,
     speed_label,
 )
+from railforge.render.csvrows import column_lines, format_rows, write_rows
 from railforge.render.xlsx import Workbook
 
 SUMMARY_COLUMNS = ("fabric", "tier", "speed", "media", "part", "length_m", "cables", "transceivers",

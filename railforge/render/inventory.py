@@ -11,7 +11,7 @@ from dataclasses import asdict
 import orjson
 
 from railforge.output import Output
-from railforge.plan import Device, Plan
+from railforge.plan.model import Device, Plan
 from railforge.render.yamlout import dumps
 
 SWITCH_GROUPS = {

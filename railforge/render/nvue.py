@@ -21,10 +21,10 @@ from pathlib import Path
 
 import jinja2
 
-from railforge import outdir
 from railforge.output import Output
-from railforge.plan import Plan
-from railforge.render.switch_model import PEERLINK_VLAN, SwitchConfig, build_models
+from railforge.plan import outdir
+from railforge.plan.model import Plan
+from railforge.plan.switch_model import PEERLINK_VLAN, SwitchConfig, build_models
 
 VRR_MAC = "00:00:5e:00:01:01"
 DEFAULT_RELEASE = "5.18"

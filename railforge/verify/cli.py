@@ -11,7 +11,7 @@ from rich.table import Table
 from railforge import show
 from railforge.args import ArgumentError, check_path
 from railforge.inputs import InputError
-from railforge.plan import Link
+from railforge.plan.model import Link
 from railforge.verify.cabling import CablingReport, compare
 from railforge.verify.fabric import FabricReport
 from railforge.verify.fabric_check import verify_fabric

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 
 from railforge.inputs import MAX_LINE_CHARS, InputError, MiB, read_text, shown
-from railforge.plan import Device, Plan, Port
+from railforge.plan.model import Device, Plan, Port
 from railforge.render import ibnetdiscover
 from railforge.show import plain
 from railforge.verify.observed import Adjacency, Observation

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 
 
 class PlanNames:

@@ -11,15 +11,16 @@ from typing import Annotated
 
 import typer
 
-from railforge import outdir, show
+from railforge import show
 from railforge.args import ArgumentError, check_path, check_url
 from railforge.baremetal.hostmacs import TEMPLATE as HOST_TEMPLATE
 from railforge.baremetal.hostmacs import HostMacError, read_host_macs
 from railforge.baremetal.identity import identities
 from railforge.baremetal.kea import join_hosts
 from railforge.inputs import InputError
-from railforge.outdir import BuildError
 from railforge.output import sweep_stale_stages
+from railforge.plan import outdir
+from railforge.plan.outdir import BuildError
 from railforge.ztp.credentials import CredentialError, load_credentials
 from railforge.ztp.macs import TEMPLATE, MacFileError, provisioned, read_macs
 from railforge.ztp.render import DhcpOptions, ZtpError, ZtpFile, kea_config, oob_gateways, switch_files

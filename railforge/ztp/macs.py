@@ -21,7 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, TypeAdapter
 
 from railforge.inputs import InputError, MiB, Name, read_text, validate
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 from railforge.render.switch_macs import COLUMNS, TEMPLATE, provisioned
 
 _MAC = re.compile(r"[0-9a-f]{2}([:-])[0-9a-f]{2}(\1[0-9a-f]{2}){4}|[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4}|[0-9a-f]{12}")

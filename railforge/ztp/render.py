@@ -21,10 +21,11 @@ from pathlib import Path
 import jinja2
 import yaml
 
-from railforge import nos, outdir
+from railforge import nos
 from railforge.inputs import InputError, MiB, read_text
 from railforge.nos.profile import ZtpVariant
-from railforge.plan import Device, Plan
+from railforge.plan import outdir
+from railforge.plan.model import Device, Plan
 from railforge.spec import yamlsafe
 from railforge.ztp.credentials import Credentials
 from railforge.ztp.macs import SwitchId, provisioned

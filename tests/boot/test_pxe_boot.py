@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from tests.baremetal.conftest import SPEC, fill_host_macs
 from tests.conftest import ROOT, require_tool, run_cli
 

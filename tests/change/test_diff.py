@@ -15,7 +15,7 @@ import yaml
 
 from railforge.change.compare import compare
 from railforge.change.workorder import steps
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from tests.conftest import example_spec, plan_of, require_tool, run_cli
 
 NAME = "roce-a800-4nic"

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from railforge import show
 from railforge.args import ArgumentError, check_path, check_url
 from railforge.output import Output, OutputError
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from railforge.ztp.macs import TEMPLATE
 from tests.conftest import ROOT, run_cli
 from tests.helpers.hostile import check_output, invoke, json_mutation, markup_mutation, mutated, typed_mutation

@@ -22,7 +22,7 @@ from railforge.args import ArgumentError, check_path, check_url
 from railforge.inputs import InputError, Name, check_json, load_json, parse_json, read_bytes
 from railforge.output import STAGE_MARK, sweep_stale_stages
 from railforge.parallel import die_with_parent
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from tests.conftest import ROOT, require_tool, run_cli
 from tests.helpers.hostile import invoke, one_line, write
 from tests.verify.test_verify import ibnetdiscover_text, sonic_table

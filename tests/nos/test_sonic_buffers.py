@@ -24,7 +24,7 @@ from railforge.nos.sonic_buffers import (
     parse,
     priorities,
 )
-from railforge.plan import Qos
+from railforge.plan.model import Qos
 from railforge.render import sonic
 
 SN5600, TH5 = "ACS-SN5600", "M2-W6940-128QC"

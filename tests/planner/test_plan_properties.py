@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from railforge import planio
-from railforge.plan import Plan
+from railforge.plan import io as planio
+from railforge.plan.model import Plan
 from railforge.planner import build_plan
 from railforge.spec.errors import SpecError
 from railforge.spec.loader import validate

@@ -208,8 +208,8 @@ _NAME = st.sampled_from(["sw-a", "sw-b", "gpu,1", 'q"x', "n"])
 def test_pull_sheets_are_csv_writer_rows_per_rack(ends):
     """Pull sheets, formatted column-wise and sorted into racks, against csv.writer on rows built and sorted per
     rack the plain way; names with a comma or a quote take csv's quoting."""
+    from railforge.plan.tables import CABLE_COLUMNS
     from railforge.render.cabling import PULL_COLUMNS, pull_sheets
-    from railforge.render.tables import CABLE_COLUMNS
 
     rows = [(f"C-{n}", "compute", "leaf-spine", 1, None, ar, au, ad, ap, f"{ap}L", br, bu, bd, bp, f"{bp}L", "400G",
              media, "part", 2, "", length) for n, (ar, au, ad, ap, br, bu, bd, bp, length, media) in enumerate(ends)]

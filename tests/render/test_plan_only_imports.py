@@ -39,7 +39,7 @@ def test_the_parser_sees_every_form():
     src = ("import railforge.planner.ports\nfrom railforge import planner\nfrom railforge.planner.ports import x\n"
            "def f():\n    from railforge.hardware.catalog import builtin_catalog\n")
     assert {"railforge.planner", "railforge.planner.ports", "railforge.hardware.catalog"} <= set(_bad(imported(src)))
-    assert _bad(imported("from railforge.plan import Plan\nfrom railforge import nos\n")) == []
+    assert _bad(imported("from railforge.plan.model import Plan\nfrom railforge import nos\n")) == []
 
 
 def test_no_family_registry_imports_a_day2_tool():

@@ -229,8 +229,8 @@ def test_oob_vlan_comes_from_the_spec_and_defaults_to_100(configs):
 
 
 def test_a_plan_without_platform_names_is_refused_by_the_renderer():
+    from railforge.plan.switch_model import build_models
     from railforge.render.sonic import PlatformMismatch, config_db
-    from railforge.render.switch_model import build_models
 
     spec, lines = load_spec(ROOT / "tests" / "specs" / "tiny-roce.yaml")
     plan = build_plan(spec, lines)

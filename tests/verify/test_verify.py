@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from railforge.plan import Endpoint, Link, Plan
+from railforge.plan.model import Endpoint, Link, Plan
 from railforge.verify.cabling import compare
 from railforge.verify.ibnet import IbnetFormatError, device_of, ib_port_number, parse_ibnetdiscover, parse_nodes
 from railforge.verify.lldp import LldpFormatError, mau_speed_mbps, parse_lldpcli_json, parse_sonic_lldp_table

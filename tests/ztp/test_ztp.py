@@ -58,7 +58,7 @@ def _plan_device(out: Path, name: str) -> dict:
 def _oob_gateway(out: Path, address: str) -> str:
     from ipaddress import ip_interface
 
-    from railforge.planio import read_plan
+    from railforge.plan.io import read_plan
 
     plan = read_plan(out / "plan.json")
     net = ip_interface(address).network
@@ -74,7 +74,7 @@ def test_template_lists_every_ztp_switch_with_its_address(build) -> None:
     _, out = build
     rows = (out / "switch-macs.csv").read_text().splitlines()
     assert rows[0].split(",")[:4] == ["switch", "mac", "client_id", "serial"]
-    from railforge.planio import read_plan
+    from railforge.plan.io import read_plan
 
     plan = read_plan(out / "plan.json")
     want = {d.name: d.mgmt_address for d in plan.switches() if d.mgmt_address and d.nos in ("sonic", "cumulus")}
@@ -93,7 +93,7 @@ def test_template_lists_every_ztp_switch_with_its_address(build) -> None:
     ("spine01,0c:42:a1:00:00:01\nspine01,0c:42:a1:00:00:02\n", ":3: switch spine01 is listed again (first on line 2)"),
 ])
 def test_bad_mac_file_is_rejected_naming_the_row(build, tmp_path: Path, rows: str, message: str) -> None:
-    from railforge.planio import read_plan
+    from railforge.plan.io import read_plan
     from railforge.ztp.macs import MacFileError, read_macs
 
     _, out = build

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from railforge import show
 from railforge.inputs import InputError
-from railforge.plan import Plan
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
+from railforge.plan.model import Plan
 
 GENERATED = "generated"
 PLAN = "plan.json"

@@ -9,7 +9,7 @@ import ipaddress
 from dataclasses import dataclass
 from socket import inet_aton, inet_ntoa
 
-from railforge.plan import FABRICS, Device, Link, Plan, Pool, Port
+from railforge.plan.model import FABRICS, Device, Link, Plan, Pool, Port
 
 FABRIC_ORDER = {f: i for i, f in enumerate(FABRICS)}
 ROLE_ORDER = {r: i for i, r in enumerate(

@@ -1,5 +1,5 @@
 """The published contracts: JSON Schema of plan.json (from the plan dataclasses) and of cluster.yaml (from the
-spec models), written to docs/schemas/ by `python -m railforge.schemas [DIR]`; a test fails when they are stale.
+spec models), written to docs/schemas/ by `python -m railforge.plan.schema [DIR]`; a test fails when they are stale.
 
 pydantic's TypeAdapter reads the plan dataclasses as they are; field descriptions are the attribute
 docstrings in plan.py (pydantic's `use_attribute_docstrings`, set on a subclass-free copy of the config
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import ConfigDict, TypeAdapter
 
-from railforge import plan as plan_model
+from railforge.plan import model as plan_model
 from railforge.spec.models import ClusterSpec
 
 PLAN_FILE = "plan.schema.json"

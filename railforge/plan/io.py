@@ -22,7 +22,7 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WrapValidator, create_model
 
 from railforge.inputs import MAX_INT_DIGITS, InputError, dotted, parse_json, read_bytes, shown, validation_errors
-from railforge.plan import SCHEMA_VERSION, Plan, Reliability
+from railforge.plan.model import SCHEMA_VERSION, Plan, Reliability
 
 _OPTS = orjson.OPT_SORT_KEYS
 # items per write (256 nodes ~1.5 MB). One write per item (~6 KB for a node) made a 131K plan.json 51,408 writes

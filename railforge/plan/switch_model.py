@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from railforge.plan import HOST_ROLES, SWITCH_ROLES, Device, Link, Plan, Port, Qos
-from railforge.render.tables import PlanIndex as TableIndex
+from railforge.plan.model import HOST_ROLES, SWITCH_ROLES, Device, Link, Plan, Port, Qos
+from railforge.plan.tables import PlanIndex as TableIndex
 
 TIER_RANK = {"leaf": 1, "spine": 2, "superspine": 3}
 PEER_GROUPS = {1: "LEAF", 2: "SPINE", 3: "SUPERSPINE"}
