@@ -30,10 +30,10 @@ from railforge.baremetal.cli import bmc_app, boot_app
 from railforge.change.cli import diff
 from railforge.change.guard import Refused, check_growth
 from railforge.entry import KeepUntilExit
+from railforge.formats.output import Output, OutputError, UnsafePath, describe, no_group_or_other_write
 from railforge.growth import growth_note
 from railforge.health.cli import health_app
 from railforge.lab.cli import lab_app
-from railforge.output import Output, OutputError, UnsafePath, describe, no_group_or_other_write
 from railforge.parallel import jobs_for, render_parallel
 from railforge.plan import outdir
 from railforge.plan.model import Plan

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.plan.model import Plan
 from railforge.render import Family
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.parallel import WorkerFailed, jobs_for, render_parallel
 from railforge.plan.model import Plan
 from railforge.planner import build_plan

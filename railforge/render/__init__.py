@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.plan.model import Plan
 
 

@@ -7,7 +7,7 @@ import csv
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.plan.model import SWITCH_ROLES, Plan
 from railforge.plan.tables import speed_label
 

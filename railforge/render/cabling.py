@@ -8,7 +8,9 @@ from collections.abc import Iterator, Sequence
 from itertools import groupby
 from operator import itemgetter
 
-from railforge.output import Output
+from railforge.formats.csvrows import column_lines, format_rows, write_rows
+from railforge.formats.output import Output
+from railforge.formats.xlsx import Workbook
 from railforge.plan.model import Link, Plan
 from railforge.plan.tables import (
     ADDRESS_COLUMNS,
@@ -19,8 +21,6 @@ from railforge.plan.tables import (
     pool_row,
     speed_label,
 )
-from railforge.render.csvrows import column_lines, format_rows, write_rows
-from railforge.render.xlsx import Workbook
 
 SUMMARY_COLUMNS = ("fabric", "tier", "speed", "media", "part", "length_m", "cables", "transceivers",
                    "total_length_m")

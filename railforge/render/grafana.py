@@ -30,7 +30,7 @@ from grafana_foundation_sdk.models import common as cm
 from grafana_foundation_sdk.models import dashboard as dm
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.plan import outdir
 from railforge.plan.model import Plan
 from railforge.render.health import SWITCH_ROLES

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import jinja2
 
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.plan.model import Device, Link, Plan
 
 BGP_TIERS = ("leaf-spine", "spine-superspine", "storage-leaf-spine", "storage-spine-superspine")

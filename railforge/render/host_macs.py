@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.plan.model import HOST_ROLES, Device, Plan
 
 TEMPLATE = "host-macs.csv"

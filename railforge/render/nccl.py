@@ -3,7 +3,7 @@ several QPs per connection on ECMP fabrics, bootstrap over the bond) and a topol
 
 from __future__ import annotations
 
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.plan.model import Device, Plan
 
 ROCE_GID_INDEX = 3

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import jinja2
 
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.plan import outdir
 from railforge.plan.model import Plan
 from railforge.plan.switch_model import PEERLINK_VLAN, SwitchConfig, build_models

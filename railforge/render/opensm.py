@@ -26,7 +26,7 @@ from pathlib import Path
 
 import jinja2
 
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.plan import outdir
 from railforge.plan.model import Plan, ib_port_number
 from railforge.plan.switch_model import Interface, SwitchConfig, build_models

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.plan import outdir
 from railforge.plan.io import write_plan
 from railforge.plan.model import Plan

@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.plan.model import SWITCH_ROLES, Device, Link, Plan
 
 NAME_W, CELL_W, CELL_H, HEAD_H, MARGIN, TITLE_H = 120, 150, 30, 24, 20, 36

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from fractions import Fraction
 
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.plan.model import Plan, TierSummary
 from railforge.plan.tables import ROLE_ORDER, address_table
 from railforge.render.bom import bill_of_materials

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jinja2
 
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.plan.model import Plan, SlurmSettings
 from railforge.render.hostlist import compress
 

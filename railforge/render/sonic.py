@@ -35,10 +35,10 @@ from pathlib import Path
 import jinja2
 import orjson
 
+from railforge.formats.output import Output
 from railforge.nos.sonic import PROFILE
 from railforge.nos.sonic_buffers import BufferDataError, BufferTemplateMissing, SkuBuffers, known_skus, load_buffers
 from railforge.nos.sonic_platform import Platform
-from railforge.output import Output
 from railforge.plan import outdir
 from railforge.plan.model import Plan, Qos
 from railforge.plan.switch_model import PEERLINK_VLAN, SwitchConfig, build_models, rank

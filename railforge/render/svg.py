@@ -9,7 +9,7 @@ import re
 from collections import defaultdict
 from xml.sax.saxutils import escape
 
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.plan.model import Device, Plan
 from railforge.plan.tables import speed_label
 

@@ -11,7 +11,7 @@ import csv
 import io
 
 from railforge import nos
-from railforge.output import Output
+from railforge.formats.output import Output
 from railforge.plan import outdir
 from railforge.plan.model import Device, Plan
 

@@ -17,8 +17,8 @@ from railforge.baremetal.hostmacs import TEMPLATE as HOST_TEMPLATE
 from railforge.baremetal.hostmacs import HostMacError, read_host_macs
 from railforge.baremetal.identity import identities
 from railforge.baremetal.kea import join_hosts
+from railforge.formats.output import sweep_stale_stages
 from railforge.inputs import InputError
-from railforge.output import sweep_stale_stages
 from railforge.plan import outdir
 from railforge.plan.outdir import BuildError
 from railforge.ztp.credentials import CredentialError, load_credentials

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from railforge import show
 from railforge.args import ArgumentError, check_path, check_url
-from railforge.output import Output, OutputError
+from railforge.formats.output import Output, OutputError
 from railforge.plan.io import read_plan
 from railforge.ztp.macs import TEMPLATE
 from tests.conftest import ROOT, run_cli

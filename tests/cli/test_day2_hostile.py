@@ -19,8 +19,8 @@ from pydantic import BaseModel, TypeAdapter
 
 from railforge import show
 from railforge.args import ArgumentError, check_path, check_url
+from railforge.formats.output import STAGE_MARK, sweep_stale_stages
 from railforge.inputs import InputError, Name, check_json, load_json, parse_json, read_bytes
-from railforge.output import STAGE_MARK, sweep_stale_stages
 from railforge.parallel import die_with_parent
 from railforge.plan.io import read_plan
 from tests.conftest import ROOT, require_tool, run_cli

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from typer.testing import CliRunner
 
 from railforge.cli import app
-from railforge.output import STAGE_MARK, Output, UnsafePath, sweep_stale_stages
+from railforge.formats.output import STAGE_MARK, Output, UnsafePath, sweep_stale_stages
 from railforge.spec import models, yamlsafe
 from railforge.spec.models import ClusterSpec
 from tests.conftest import ROOT, require_tool

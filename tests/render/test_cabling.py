@@ -131,7 +131,7 @@ def test_pull_sheets_list_every_cable_touching_the_rack(built):
 
 
 def test_workbook_writer_escapes_text_and_continues_past_the_row_limit(tmp_path, monkeypatch):
-    from railforge.render import xlsx
+    from railforge.formats import xlsx
 
     monkeypatch.setattr(xlsx, "MAX_ROWS", 4)
     wb = xlsx.Workbook(tmp_path / "t.xlsx")
@@ -178,7 +178,7 @@ def test_columns_of_few_values_read_back_as_written(rows):
 def test_column_width_is_the_longest_shown_value(values, header):
     """Widths measured by type and distinct value equal the plain definition: the longest header or non-empty cell
     as the sheet shows it (an int as digits, a float as repr), plus 2."""
-    from railforge.render import xlsx
+    from railforge.formats import xlsx
 
     shown = [len(v) if isinstance(v, str) else len(repr(v) if isinstance(v, float) else str(int(v)))
              for v in values if v is not None and v != ""]
@@ -237,7 +237,7 @@ def _assert_batched_match(rows, columns=("a", "b")):
     import tempfile
     from pathlib import Path
 
-    from railforge.render import xlsx
+    from railforge.formats import xlsx
 
     def shown(v):
         if isinstance(v, str):

@@ -9,7 +9,7 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from railforge.render import csvrows
+from railforge.formats import csvrows
 
 _TEXT = st.text(st.sampled_from(["a", "Z", "0", " ", ",", '"', "\r", "\n", "\x00", "\t", "é", "\u2028"]),
                 max_size=5)

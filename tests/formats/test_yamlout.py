@@ -6,7 +6,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from railforge.render.yamlout import dumps
+from railforge.formats.yamlout import dumps
 
 scalars = st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=12) | st.floats(
     allow_nan=False, allow_infinity=False, width=32)
