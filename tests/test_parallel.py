@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from railforge.cli.parallel import WorkerFailed, jobs_for, render_parallel
 from railforge.formats.output import Output
-from railforge.parallel import WorkerFailed, jobs_for, render_parallel
 from railforge.plan.model import Plan
 from railforge.planner import build_plan
 from railforge.render import Family

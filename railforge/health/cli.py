@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from railforge import show
+from railforge.cli import show
 from railforge.health.decide import Policy
 from railforge.health.receiver import Engine, ReceiverConfig, serve
 from railforge.health.slurm import Scontrol

@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from railforge import show
 from railforge.change.compare import compare as compare_plans
+from railforge.cli import show
 from railforge.inputs import InputError
 from railforge.lab import checks, daemons, fabric, failure, hitless, ibsim, runner
 from railforge.lab.scope import LabTopology, ScopeError, lab_topology, parse_sus

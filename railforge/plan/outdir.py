@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from railforge import show
-from railforge.inputs import InputError
+from railforge.inputs import InputError, plain
 from railforge.plan.io import read_plan
 from railforge.plan.model import Plan
 
@@ -51,9 +50,9 @@ def locate(cluster: Path, out: Path | None = None) -> Path:
     try:
         found = (folder / PLAN).is_file()
     except OSError as exc:
-        raise MissingBuild(f"{show.plain(folder / PLAN)}: cannot be read: {exc.strerror or exc}") from None
+        raise MissingBuild(f"{plain(folder / PLAN)}: cannot be read: {exc.strerror or exc}") from None
     if not found:
-        raise MissingBuild(f"{show.plain(folder / PLAN)} not found: run `railforge build` first (or pass --out)")
+        raise MissingBuild(f"{plain(folder / PLAN)} not found: run `railforge build` first (or pass --out)")
     return folder
 
 

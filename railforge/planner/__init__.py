@@ -7,11 +7,11 @@ from fractions import Fraction
 
 from railforge import nos
 from railforge.hardware.catalog import merged_catalog, ports_at, splitter_parts, twin_parts
-from railforge.ipam import AsnRange, PoolExhausted, PrefixPool, check_overlaps
 from railforge.plan.model import ClusterSummary, DeviceType, NodeTopology, Plan, Qos, Reliability, Tenant
 from railforge.planner import compute, layout, oob, slurm, storage
 from railforge.planner.checks import check_plan
 from railforge.planner.context import BuildContext
+from railforge.planner.ipam import AsnRange, PoolExhausted, PrefixPool, check_overlaps
 from railforge.planner.sonic_qos import check_lossless_priority
 from railforge.spec.loader import LineMap
 from railforge.spec.models import ClusterSpec

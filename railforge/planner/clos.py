@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from railforge.ipam import int_to_ip
 from railforge.plan.model import Device, Port, TierSummary
 from railforge.planner import names
 from railforge.planner.context import BuildContext
+from railforge.planner.ipam import int_to_ip
 from railforge.planner.ports import capacity
 from railforge.planner.sizing import SpineTiers, ThreeTier, TwoTier, ceil_div, spine_split, three_tier, two_tier
 

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from railforge import nos as nos_registry
-from railforge.ipam import block_len_for, int_to_ip
 from railforge.plan.model import Device, HostSubnet, Port, RailInterface, TierSummary
 from railforge.planner import names
 from railforge.planner.context import BuildContext
+from railforge.planner.ipam import block_len_for, int_to_ip
 from railforge.planner.ports import capacity
 from railforge.planner.sizing import (
     SpineTiers,

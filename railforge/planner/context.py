@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from railforge.ipam import AsnRange, PrefixPool
 from railforge.nos.sonic_platform import PlatformError
 from railforge.plan.model import Device, Endpoint, Link, Port
+from railforge.planner.ipam import AsnRange, PrefixPool
 from railforge.planner.ports import PortLayout, RadixError
 from railforge.spec.errors import SpecError
 from railforge.spec.loader import LineMap, dotted

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from railforge import nos
-from railforge.ipam import block_len_for, int_to_ip
 from railforge.plan.model import Bmc, Device, HostSubnet, Port, TierSummary
 from railforge.planner import clos, names
 from railforge.planner.context import BuildContext
+from railforge.planner.ipam import block_len_for, int_to_ip
 from railforge.planner.ports import capacity
 from railforge.planner.sizing import ceil_div
 

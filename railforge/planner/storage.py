@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from railforge.ipam import block_len_for, int_to_ip
 from railforge.nos.sonic_platform import PlatformError
 from railforge.plan.model import Bond, BondMember, Device, HostSubnet, Port, TierSummary, VlanInterface
 from railforge.planner import clos, names
 from railforge.planner.context import BuildContext
+from railforge.planner.ipam import block_len_for, int_to_ip
 from railforge.planner.ports import PortLayout, RadixError, capacity
 from railforge.planner.sizing import ceil_div
 

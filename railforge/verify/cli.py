@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from railforge import show
-from railforge.args import ArgumentError, check_path
+from railforge.cli import show
+from railforge.cli.args import ArgumentError, check_path
 from railforge.inputs import InputError
 from railforge.plan.model import Link
 from railforge.verify.cabling import CablingReport, compare

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass
 from ipaddress import ip_interface
 from pathlib import Path
 
@@ -26,8 +25,10 @@ from railforge.inputs import InputError, MiB, read_text
 from railforge.nos.profile import ZtpVariant
 from railforge.plan import outdir
 from railforge.plan.model import Device, Plan
+from railforge.provision.credentials import Credentials
+from railforge.provision.dhcp import DhcpOptions, subnet_id
+from railforge.provision.served import SECRET_MODE, ServedFile, url
 from railforge.spec import yamlsafe
-from railforge.ztp.credentials import Credentials
 from railforge.ztp.macs import SwitchId, provisioned
 
 TEMPLATES = jinja2.Environment(
@@ -35,7 +36,6 @@ TEMPLATES = jinja2.Environment(
     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
 )
 TEMPLATES.filters["q"] = shlex.quote
-SECRET_MODE = 0o600
 _FRR_ASN = re.compile(r"^router bgp (\d{1,10})$", re.MULTILINE)
 # names that go into a shell script: only what FRR and NVUE write for railforge's peer groups
 _FRR_GROUP = re.compile(r"^ neighbor ([A-Za-z0-9_.-]{1,64}) peer-group$", re.MULTILINE)
@@ -45,26 +45,6 @@ MAX_CONFIG_BYTES = 64 * MiB
 
 class ZtpError(ValueError):
     pass
-
-
-@dataclass(slots=True, frozen=True)
-class ZtpFile:
-    path: str
-    text: str
-    mode: int = 0o644
-
-
-@dataclass(slots=True, frozen=True)
-class DhcpOptions:
-    server: str
-    dns: tuple[str, ...] = ()
-    domain: str | None = None
-    interfaces: tuple[str, ...] = ("*",)
-    lease_file: str = "/var/lib/kea/kea-leases4.csv"
-
-
-def url(server: str, rel: str) -> str:
-    return f"{server.rstrip('/')}/{rel}"
 
 
 def _variant(dev: Device) -> ZtpVariant:
@@ -88,7 +68,7 @@ def _read(generated: Path, rel: str) -> str:
         raise ZtpError(str(exc)) from None
 
 
-def sonic_files(dev: Device, generated: Path, server: str, creds: Credentials) -> list[ZtpFile]:
+def sonic_files(dev: Device, generated: Path, server: str, creds: Credentials) -> list[ServedFile]:
     frr_path, db_path = outdir.config_file(dev.name, "frr.conf"), outdir.config_file(dev.name, "config_db.json")
     frr = _read(generated, frr_path)
     _read(generated, db_path)
@@ -103,8 +83,8 @@ def sonic_files(dev: Device, generated: Path, server: str, creds: Credentials) -
     }}
     finish = TEMPLATES.get_template("sonic-finish.sh.j2").render(
         name=dev.name, creds=creds, asn=asn.group(1) if asn else dev.asn, peer_groups=_FRR_GROUP.findall(frr))
-    return [ZtpFile(ztp_path(dev), json.dumps(ztp, indent=2) + "\n"),
-            ZtpFile(outdir.ztp_file(dev.name, "sonic-finish.sh"), finish, SECRET_MODE)]
+    return [ServedFile(ztp_path(dev), json.dumps(ztp, indent=2) + "\n"),
+            ServedFile(outdir.ztp_file(dev.name, "sonic-finish.sh"), finish, SECRET_MODE)]
 
 
 def _nvue_peer_groups(startup: str, source: str = "startup.yaml") -> list[str]:
@@ -122,20 +102,20 @@ def _nvue_peer_groups(startup: str, source: str = "startup.yaml") -> list[str]:
     return sorted(groups)
 
 
-def cumulus_files(dev: Device, generated: Path, server: str, creds: Credentials) -> list[ZtpFile]:
+def cumulus_files(dev: Device, generated: Path, server: str, creds: Credentials) -> list[ServedFile]:
     startup_path = outdir.config_file(dev.name, "startup.yaml")
     startup = _read(generated, startup_path)
     script = TEMPLATES.get_template("cumulus-ztp.sh.j2").render(
         name=dev.name, creds=creds, startup_url=url(server, startup_path),
         peer_groups=_nvue_peer_groups(startup))
-    return [ZtpFile(ztp_path(dev), script, SECRET_MODE)]
+    return [ServedFile(ztp_path(dev), script, SECRET_MODE)]
 
 
 FILES = {"sonic": sonic_files, "cumulus": cumulus_files}
 
 
-def switch_files(plan: Plan, generated: Path, server: str, creds: Credentials) -> list[ZtpFile]:
-    out: list[ZtpFile] = []
+def switch_files(plan: Plan, generated: Path, server: str, creds: Credentials) -> list[ServedFile]:
+    out: list[ServedFile] = []
     for dev in provisioned(plan):
         render = FILES[_variant(dev).files]
         out += render(dev, generated, server, creds)
@@ -146,12 +126,6 @@ def oob_gateways(plan: Plan) -> dict[str, str]:
     """OOB subnet -> its gateway (the OOB leaf's address on it)."""
     return {str(ip_interface(hs.prefix).network): hs.gateway
             for d in plan.devices if d.role == "oob-leaf" for hs in d.host_subnets}
-
-
-def subnet_id(network: str) -> int:
-    """Stable under growth: the subnet's position in the IPv4 space at its own prefix length."""
-    net = ip_interface(network).network
-    return int(net.network_address) >> (32 - net.prefixlen)
 
 
 def _variants() -> list[ZtpVariant]:

@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from railforge import show
-from railforge.args import ArgumentError, check_path, check_url
+from railforge.cli import show
+from railforge.cli.args import ArgumentError, check_path, check_url
 from railforge.formats.output import Output, OutputError
 from railforge.plan.io import read_plan
 from railforge.ztp.macs import TEMPLATE

@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from typer.testing import CliRunner
 
-from railforge.cli import app
+from railforge.cli.main import app
 from railforge.formats.output import STAGE_MARK, Output, UnsafePath, sweep_stale_stages
 from railforge.spec import models, yamlsafe
 from railforge.spec.models import ClusterSpec

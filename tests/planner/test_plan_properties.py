@@ -234,7 +234,7 @@ def test_failed_build_leaves_previous_output(tmp_path: Path) -> None:
 def test_interrupted_render_leaves_previous_output(tmp_path: Path, monkeypatch) -> None:
     from typer.testing import CliRunner
 
-    import railforge.cli as cli
+    import railforge.cli.main as cli
     from railforge.render import Family, families
 
     out = tmp_path / "out"

@@ -11,22 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from railforge.inputs import is_control
-
-
-def plain(value: object, newlines: bool = False) -> str:
-    """`value` as text with every control, format and separator character written as its escape (`\\x1b`,
-    `\\u202e`); `newlines` keeps line breaks (a message of several lines of our own)."""
-    text = str(value)
-    if text.isprintable() and text.isascii():
-        return text
-    out = []
-    for ch in text:
-        if (ch == "\n" and newlines) or not is_control(ch):
-            out.append(ch)
-        else:
-            out.append(repr(ch)[1:-1] if ch not in "\\'\"" else ch)
-    return "".join(out)
+from railforge.inputs import plain
 
 
 def text(value: object, style: str = "") -> Text:

@@ -43,7 +43,7 @@ def main() -> None:
         sys.exit(2)
     try:
         signal.signal(signal.SIGINT, _on_sigint)  # a SIGINT during this call is still Python's KeyboardInterrupt
-        from railforge.cli import app
+        from railforge.cli.main import app
 
         try:
             app(obj=keep)

@@ -22,23 +22,23 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
-from railforge import show
 from railforge.acceptance.cli import acceptance_app
-from railforge.allocator import keep_freed_memory
-from railforge.args import ArgumentError, check_path
 from railforge.baremetal.cli import bmc_app, boot_app
 from railforge.change.cli import diff
 from railforge.change.guard import Refused, check_growth
-from railforge.entry import KeepUntilExit
+from railforge.cli import show
+from railforge.cli.args import ArgumentError, check_path
+from railforge.cli.entry import KeepUntilExit
+from railforge.cli.growth import growth_note
+from railforge.cli.malloc import keep_freed_memory
+from railforge.cli.parallel import jobs_for, render_parallel
+from railforge.cli.progress import StageClock, progress_for, status
 from railforge.formats.output import Output, OutputError, UnsafePath, describe, no_group_or_other_write
-from railforge.growth import growth_note
 from railforge.health.cli import health_app
 from railforge.lab.cli import lab_app
-from railforge.parallel import jobs_for, render_parallel
 from railforge.plan import outdir
 from railforge.plan.model import Plan
 from railforge.planner import build_plan
-from railforge.progress import StageClock, progress_for, status
 from railforge.render import families
 from railforge.sot.cli import sot_app
 from railforge.spec import load_spec
@@ -390,6 +390,6 @@ plain_help(app)
 
 
 def main() -> None:  # pragma: no cover
-    from railforge.entry import main as entry_main
+    from railforge.cli.entry import main as entry_main
 
     entry_main()
