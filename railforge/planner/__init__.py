@@ -7,12 +7,12 @@ from fractions import Fraction
 
 from railforge import nos
 from railforge.hardware.catalog import merged_catalog, ports_at, splitter_parts, twin_parts
+from railforge.nos.profile import PlanRefused
 from railforge.plan.model import ClusterSummary, DeviceType, NodeTopology, Plan, Qos, Reliability, Tenant
 from railforge.planner import compute, layout, oob, slurm, storage
 from railforge.planner.checks import check_plan
 from railforge.planner.context import BuildContext
 from railforge.planner.ipam import AsnRange, PoolExhausted, PrefixPool, check_overlaps
-from railforge.planner.sonic_qos import check_lossless_priority
 from railforge.spec.loader import LineMap
 from railforge.spec.models import ClusterSpec
 
@@ -104,7 +104,7 @@ def _build(ctx: BuildContext) -> Plan:
                                         _spine_group(cd, dev.su), "rail-plane" if cd.mode == "rail-plane" else None)
         elif (profile := nos.find(dev.nos)) is not None and profile.platform_ref is not None:
             dev.sonic_platform, dev.sonic_hwsku = profile.platform_ref(dev.model, ctx.catalog.switches[dev.model])
-    check_lossless_priority(ctx, spec, cd.fabric)
+    _os_checks(ctx)
 
     counts = _counts(ctx)
     summaries = (compute.tier_summaries(cd, counts.get("leaf", 0), counts.get("spine", 0),
@@ -140,6 +140,17 @@ def _build(ctx: BuildContext) -> Plan:
         raise ctx.fail("compute", "the planned fabric fails its own checks (a railforge bug, please report it): "
                                   + "; ".join(problems[:5]))
     return plan
+
+
+def _os_checks(ctx: BuildContext) -> None:
+    """Each switch OS's own planning checks, over the devices that run it."""
+    for profile in nos.profiles():
+        devices = [d for d in ctx.devices if d.nos == profile.name]
+        for check in profile.plan_checks if devices else ():
+            try:
+                check(ctx.spec, devices)
+            except PlanRefused as exc:
+                raise ctx.fail(exc.field, str(exc)) from None
 
 
 def _spine_group(cd: compute.ComputeDesign, su: int) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from railforge.nos.sonic_platform import PlatformError
+from railforge import nos as nos_registry
+from railforge.nos.profile import PlatformError
 from railforge.plan.model import Device, Endpoint, Link, Port
 from railforge.planner.ipam import AsnRange, PrefixPool
 from railforge.planner.ports import PortLayout, RadixError
@@ -60,7 +61,7 @@ class BuildContext:
                 total = " + ".join(f"{c} {p} at {format_speed(s)}" for p, s, c in needs)
                 raise self.fail(field_path, f"radix exceeded: {exc} (needs {total})") from None
             except PlatformError as exc:
-                raise self.fail(field_path, f"{model} with SONiC: {exc}") from None
+                raise self.fail(field_path, f"{model} with {nos_registry.profile(nos).title}: {exc}") from None
             self.layouts[key] = found
         return found
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from railforge.nos.sonic_platform import PlatformError
+from railforge import nos
+from railforge.nos.profile import PlatformError
 from railforge.plan.model import Bond, BondMember, Device, HostSubnet, Port, TierSummary, VlanInterface
 from railforge.planner import clos, names
 from railforge.planner.context import BuildContext
@@ -59,7 +60,7 @@ def design(ctx: BuildContext, slots: int, max_sus: int) -> StorageDesign:
         except RadixError:
             return False
         except PlatformError as exc:
-            raise ctx.fail("storage.leaf.model", f"{st.leaf.model} with SONiC: {exc}") from None
+            raise ctx.fail("storage.leaf.model", f"{st.leaf.model} with {nos.profile(st.nos).title}: {exc}") from None
         return True
 
     if st.nodes_per_leaf:

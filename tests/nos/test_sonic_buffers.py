@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from railforge.hardware.catalog import builtin_catalog
-from railforge.nos.sonic_buffers import (
+from railforge.nos.sonic import render as sonic
+from railforge.nos.sonic.buffer_defaults import (
     BufferDataError,
     BufferTemplateMissing,
     Failed,
@@ -25,7 +26,6 @@ from railforge.nos.sonic_buffers import (
     priorities,
 )
 from railforge.plan.model import Qos
-from railforge.render import sonic
 
 SN5600, TH5 = "ACS-SN5600", "M2-W6940-128QC"
 

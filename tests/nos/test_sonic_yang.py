@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from railforge.nos.sonic_buffers import BufferTemplateMissing, load_buffers, priorities
-from railforge.nos.sonic_platform import PlatformError, load_platform
+from railforge.nos.profile import PlatformError
+from railforge.nos.sonic.buffer_defaults import BufferTemplateMissing, load_buffers, priorities
+from railforge.nos.sonic.portmap import load_platform
 from railforge.planner import build_plan
 from railforge.spec import load_spec
 from tests.conftest import ROOT, require_tool, run_cli
@@ -229,8 +230,8 @@ def test_oob_vlan_comes_from_the_spec_and_defaults_to_100(configs):
 
 
 def test_a_plan_without_platform_names_is_refused_by_the_renderer():
+    from railforge.nos.sonic.render import PlatformMismatch, config_db
     from railforge.plan.switch_model import build_models
-    from railforge.render.sonic import PlatformMismatch, config_db
 
     spec, lines = load_spec(ROOT / "tests" / "specs" / "tiny-roce.yaml")
     plan = build_plan(spec, lines)

@@ -3,10 +3,10 @@
 config_db.json is meant to be merged onto the switch's factory configuration (`config load` or
 `sonic-cfggen -j config_db.json --write-to-db`): platform, hwsku and base MAC stay the device's own.
 PORT names, lanes, index and alias and the BREAKOUT_CFG mode names are the platform's own
-(`platform.json` of the plan's `sonic_platform`, see railforge/nos/sonic_platform.py); every port
+(`platform.json` of the plan's `sonic_platform`, see railforge/nos/sonic/portmap.py); every port
 of every cage is written, unused ones admin down.
 Buffers follow what SONiC's own templates for the switch's SKU write at `config qos reload`
-(railforge/nos/sonic_buffers.py: rendered once with sonic-cfggen): DEVICE_METADATA.type is one
+(railforge/nos/sonic/buffer_defaults.py: rendered once with sonic-cfggen): DEVICE_METADATA.type is one
 whose buffers_defaults_<t>.j2 the SKU ships (a super-spine on a SKU without t2 runs the t1 defaults
 as LeafRouter), buffer_model is the one the reload selects (dynamic on Mellanox SKUs, traditional on
 the Tomahawk-5 SKU), and BUFFER_PG/BUFFER_QUEUE carry exactly the templates' keys and profiles for
@@ -37,8 +37,14 @@ import orjson
 
 from railforge.formats.output import Output
 from railforge.nos.sonic import PROFILE
-from railforge.nos.sonic_buffers import BufferDataError, BufferTemplateMissing, SkuBuffers, known_skus, load_buffers
-from railforge.nos.sonic_platform import Platform
+from railforge.nos.sonic.buffer_defaults import (
+    BufferDataError,
+    BufferTemplateMissing,
+    SkuBuffers,
+    known_skus,
+    load_buffers,
+)
+from railforge.nos.sonic.portmap import Platform
 from railforge.plan import outdir
 from railforge.plan.model import Plan, Qos
 from railforge.plan.switch_model import PEERLINK_VLAN, SwitchConfig, build_models, rank
@@ -55,7 +61,7 @@ DEVICE_TYPES = {
     ("oob", 1): "MgmtToRRouter", ("oob", 2): "MgmtLeafRouter", ("oob", 3): "MgmtSpineRouter",
 }
 TEMPLATES = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates" / "sonic"),
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
 )
 

@@ -14,6 +14,8 @@ from pathlib import Path
 import jinja2
 import yaml
 
+from railforge.nos.profile import TranslationError
+
 TEMPLATES = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
                                trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
                                keep_trailing_newline=True)
@@ -21,7 +23,7 @@ ROUTER_KEYS = {"bfd", "bgp", "policy"}
 VRF_BGP_KEYS = {"enable", "state", "path-selection", "address-family", "peer-group", "neighbor"}
 
 
-class NvueError(ValueError):
+class NvueError(TranslationError):
     pass
 
 

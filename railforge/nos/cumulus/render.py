@@ -55,7 +55,7 @@ def syntax(release: str) -> Syntax:
     return Syntax(release, "enable", "on", split_ip=False, bfd_profiles=False)
 
 TEMPLATES = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates" / "nvue"),
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
 )
 _SUB = re.compile(r"s\d+$")

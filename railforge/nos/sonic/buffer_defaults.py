@@ -164,7 +164,7 @@ def id_ranges(ids: set[int]) -> list[str]:
 
 @cache
 def known_skus() -> tuple[str, ...]:
-    root = resources.files("railforge.nos").joinpath("sonic", "buffers")
+    root = resources.files("railforge.nos.sonic").joinpath("buffers")
     return tuple(sorted(p.name.removesuffix(".json") for p in root.iterdir() if p.name.endswith(".json")))
 
 
@@ -184,7 +184,7 @@ def load_buffers(hwsku: str) -> SkuBuffers:
     if hwsku not in known_skus():
         raise BufferDataError(f"no SONiC buffer data for hwsku {hwsku!r} in railforge/nos/sonic/buffers "
                               f"(known: {', '.join(known_skus())})")
-    path = resources.files("railforge.nos").joinpath("sonic", "buffers", f"{hwsku}.json")
+    path = resources.files("railforge.nos.sonic").joinpath("buffers", f"{hwsku}.json")
     data = parse(path.read_bytes(), f"railforge/nos/sonic/buffers/{hwsku}.json")
     if data.hwsku != hwsku:
         raise BufferDataError(f"railforge/nos/sonic/buffers/{hwsku}.json: hwsku says {data.hwsku!r}")

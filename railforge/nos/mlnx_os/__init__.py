@@ -1,5 +1,6 @@
 """NVIDIA MLNX-OS on InfiniBand switches: ports are named by their front-panel label (`1/2` broken out); the
-fabric is configured by OpenSM on the subnet manager host, so a switch has no per-switch file and no ZTP."""
+fabric is configured by OpenSM on the subnet manager host (the `opensm` build family, railforge/render/opensm.py,
+written for every InfiniBand compute fabric), so a switch has no per-switch file, no ZTP and no lab boot file."""
 
 from __future__ import annotations
 
@@ -15,6 +16,5 @@ PROFILE = NosProfile(
     config_files=(),
     boot_config=None,
     reload="no per-switch change: reload OpenSM's files on the SM host",
-    ztp=None,
     port_name=front_label,
 )

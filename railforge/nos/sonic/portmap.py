@@ -17,13 +17,10 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+from railforge.nos.profile import PlatformError
 from railforge.units import format_speed
 
 _MODE = re.compile(r"^(\d+)x(\d+G?)(?:\((?P<a>\d+)\))?(?:\[(?P<alt>[\dG,]*)\])?(?:\((?P<b>\d+)\))?$")
-
-
-class PlatformError(ValueError):
-    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,12 +101,12 @@ class Platform:
 
 
 def _read(platform: str, *parts: str) -> dict:
-    root = resources.files("railforge.nos").joinpath("sonic", "platforms", platform, *parts)
+    root = resources.files("railforge.nos.sonic").joinpath("platforms", platform, *parts)
     return json.loads(root.read_text(encoding="utf-8"))
 
 
 def known_platforms() -> list[str]:
-    root = resources.files("railforge.nos").joinpath("sonic", "platforms")
+    root = resources.files("railforge.nos.sonic").joinpath("platforms")
     return sorted(p.name for p in root.iterdir() if p.joinpath("platform.json").is_file())
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from railforge.nos.cumulus.render import release_of, startup_yaml, syntax
 from railforge.plan.switch_model import build_models
 from railforge.planner import build_plan
-from railforge.render.nvue import release_of, startup_yaml, syntax
 from railforge.spec import load_spec
 from railforge.spec.models import CUMULUS_RELEASES, DEFAULT_CUMULUS_RELEASE
 from tests.conftest import EXAMPLES, ROOT, example_spec, plan_of
