@@ -190,9 +190,32 @@ def _one_pass(raw: bytes) -> bool:
     return not any(pattern in numbers for pattern in _UNLIKE_ORJSON)
 
 
+RENAMED_IN_2 = {"sonic_platform": "platform", "sonic_hwsku": "hwsku"}
+
+
+def _from_1(data: dict, source: object) -> bytes:
+    """A schema_version 1 plan as version 2 writes it: each device's `sonic_platform`/`sonic_hwsku` (the only
+    difference) under their OS-neutral names `platform`/`hwsku`."""
+    for i, device in enumerate(data.get("devices") or []):
+        if not isinstance(device, dict):
+            continue
+        for old, new in RENAMED_IN_2.items():
+            if new in device:
+                raise InputError(source, f"devices[{i}]: {new!r} is not a key of a schema_version 1 plan (it has "
+                                         f"{old!r})")
+            if old in device:
+                device[new] = device.pop(old)
+    data["schema_version"] = 2
+    return orjson.dumps(data)
+
+
+MIGRATIONS = {1: _from_1}
+"""Older schema versions this railforge still reads: each turns the parsed plan into the current version's bytes."""
+
+
 def _model(raw: bytes, source: object) -> BaseModel:
-    """The second pass: orjson's syntax errors by line and column, the schema version before anything else, every
-    integer within MAX_INT_DIGITS digits, then the model's errors by dotted path."""
+    """The second pass: orjson's syntax errors by line and column, the schema version before anything else (an older
+    one is migrated), every integer within MAX_INT_DIGITS digits, then the model's errors by dotted path."""
     try:
         data = parse_json(raw, source, check=False)
     except InputError as exc:
@@ -200,7 +223,9 @@ def _model(raw: bytes, source: object) -> BaseModel:
     version = data.get("schema_version") if isinstance(data, dict) else None
     if not isinstance(data, dict):
         raise InputError(source, "not a railforge plan: want the JSON object `railforge build` writes as plan.json")
-    if version != SCHEMA_VERSION:
+    if version in MIGRATIONS:
+        raw = MIGRATIONS[version](data, source)
+    elif version != SCHEMA_VERSION:
         raise InputError(source, f"plan schema_version {shown(version)}; this railforge reads schema_version "
                                  f"{SCHEMA_VERSION}: rebuild it with this version")
     del data

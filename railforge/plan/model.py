@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: devices' sonic_platform/sonic_hwsku became platform/hwsku (plan/io.py reads 1)
 T = TypeVar("T")
 
 FABRICS = ("compute", "storage", "oob")
@@ -195,8 +195,11 @@ class Device:
     bond: Bond | None = None
     bmc: Bmc | None = None
     topology: NodeTopology | None = None
-    sonic_platform: str | None = None  # SONiC switches: the platform and hwsku whose port map the ports follow
-    sonic_hwsku: str | None = None
+    platform: str | None = None
+    """A switch whose ports follow its platform's own port map (its OS profile's `platform_ref`, e.g. SONiC's
+    `x86_64-nvidia_sn5600-r0`): that platform; null otherwise."""
+    hwsku: str | None = None
+    """The hardware SKU of `platform` whose port map the ports follow (e.g. `ACS-SN5600`); null otherwise."""
 
     def hca(self, port: Port) -> str:
         """The RDMA device behind this host's compute port, as its InfiniBand NodeDescription (`<host> <hca>`)

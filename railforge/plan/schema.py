@@ -74,7 +74,7 @@ def rendered() -> dict[str, str]:
 
 
 def main(argv: list[str]) -> int:
-    folder = Path(argv[0]) if argv else Path(__file__).resolve().parent.parent / "docs" / "schemas"
+    folder = Path(argv[0]) if argv else Path(__file__).resolve().parents[2] / "docs" / "schemas"
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in rendered().items():
         (folder / name).write_text(text, encoding="utf-8")

@@ -135,8 +135,8 @@ class SwitchConfig:
     fabric_prefixes: list[str]
     evpn: bool = False
     peers: list[PeerDevice] = field(default_factory=list)
-    sonic_platform: str | None = None
-    sonic_hwsku: str | None = None
+    platform: str | None = None
+    hwsku: str | None = None
 
     def peer_groups(self) -> list[str]:
         return sorted({n.peer_group for n in self.neighbors})
@@ -262,7 +262,7 @@ def build_switch(dev: Device, idx: PlanIndex) -> SwitchConfig:
         if role in ("uplink", "downlink"):
             if peer_name not in peers:
                 peers[peer_name] = PeerDevice(peer_name, peer.role, peer.model, peer.loopback, peer.mgmt_address,
-                                              peer.sonic_hwsku)
+                                              peer.hwsku)
             if dev.asn is not None and peer.asn is not None:
                 far_port = idx.lookup.port(peer_name, peer_port)
                 neighbors.append(BgpNeighbor(port.name, _ip(far_port.address) if far_port else None,
@@ -282,7 +282,7 @@ def build_switch(dev: Device, idx: PlanIndex) -> SwitchConfig:
                         _router_id(dev), dev.loopback, dev.mgmt_address, mgmt_gateway, mtu, interfaces, neighbors,
                         host_vlans, pair, plan.qos if lossless else None, announce, fabric_prefixes,
                         dev.fabric in idx.evpn_fabrics and dev.asn is not None,
-                        sorted(peers.values(), key=lambda p: p.name), dev.sonic_platform, dev.sonic_hwsku)
+                        sorted(peers.values(), key=lambda p: p.name), dev.platform, dev.hwsku)
 
 
 def _pair(dev: Device, interfaces: list[Interface], idx: PlanIndex) -> Pair | None:

@@ -103,7 +103,7 @@ def _build(ctx: BuildContext) -> Plan:
             dev.topology = NodeTopology(dev.su, dev.rack, f"su{dev.su:03d}",
                                         _spine_group(cd, dev.su), "rail-plane" if cd.mode == "rail-plane" else None)
         elif (profile := nos.find(dev.nos)) is not None and profile.platform_ref is not None:
-            dev.sonic_platform, dev.sonic_hwsku = profile.platform_ref(dev.model, ctx.catalog.switches[dev.model])
+            dev.platform, dev.hwsku = profile.platform_ref(dev.model, ctx.catalog.switches[dev.model])
     _os_checks(ctx)
 
     counts = _counts(ctx)

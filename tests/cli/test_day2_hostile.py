@@ -246,7 +246,7 @@ def test_plan_of_another_schema_version(roce: Path, tmp_path: Path) -> None:
     data["schema_version"] = 99
     bad = save_plan(tmp_path / "bad", data)
     code, text = invoke("verify", "cabling", str(TINY), "--out", str(bad), "--lldp", str(bad), codes=(2,))
-    assert "plan schema_version 99; this railforge reads schema_version 1" in text
+    assert "plan schema_version 99; this railforge reads schema_version 2" in text
 
 
 # --- files that are not files ---

@@ -57,7 +57,7 @@ def configs(tmp_path_factory) -> dict[str, tuple[dict, str, str]]:
         for dev in build_plan(spec, lines, str(path)).devices:
             if dev.nos == "sonic":
                 db = json.loads((folder / "configs" / dev.name / "config_db.json").read_text())
-                out[f"{name}/{dev.name}"] = (db, dev.sonic_platform, dev.sonic_hwsku)
+                out[f"{name}/{dev.name}"] = (db, dev.platform, dev.hwsku)
     return out
 
 
@@ -236,10 +236,10 @@ def test_a_plan_without_platform_names_is_refused_by_the_renderer():
     spec, lines = load_spec(ROOT / "tests" / "specs" / "tiny-roce.yaml")
     plan = build_plan(spec, lines)
     leaf = next(d for d in plan.devices if d.name == "su001-leaf-r0")
-    leaf.sonic_platform = None
+    leaf.platform = None
     with pytest.raises(PlatformMismatch, match="su001-leaf-r0: the plan names no SONiC platform"):
         config_db(next(m for m in build_models(plan, select=lambda n: n == "su001-leaf-r0")))
-    leaf.sonic_platform, leaf.ports[0].lanes = "x86_64-nvidia_sn5600-r0", [9]
+    leaf.platform, leaf.ports[0].lanes = "x86_64-nvidia_sn5600-r0", [9]
     with pytest.raises(PlatformMismatch, match=r"plan port Ethernet0 \(lanes \[9\]\) is Ethernet0"):
         config_db(next(m for m in build_models(plan, select=lambda n: n == "su001-leaf-r0")))
 

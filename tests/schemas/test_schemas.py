@@ -92,8 +92,10 @@ def test_pulumi_reader_supports_this_schema_version(plans, monkeypatch):
     monkeypatch.setitem(sys.modules, "rf_plan_input", plan_input)
     spec.loader.exec_module(plan_input)
     schema = json.loads((DOCS / schemas.PLAN_FILE).read_text(encoding="utf-8"))
-    assert schema["properties"]["schema_version"]["const"] == plan_input.SUPPORTED_SCHEMA_VERSION
+    assert schema["properties"]["schema_version"]["const"] == max(plan_input.SUPPORTED_SCHEMA_VERSIONS)
     assert plan_input.parse_plan(plans["roce-a800-4nic"]).cluster == "roce-a800-4nic"
+    older = dict(plans["roce-a800-4nic"], schema_version=1)  # 2 renamed switch fields the stack does not read
+    assert plan_input.parse_plan(older).cluster == "roce-a800-4nic"
     newer = dict(plans["roce-a800-4nic"], schema_version=SCHEMA_VERSION + 1)
     with pytest.raises(plan_input.PlanError, match=f"schema_version {SCHEMA_VERSION + 1}"):
         plan_input.parse_plan(newer)

@@ -18,7 +18,7 @@ def check_lossless_priority(spec: ClusterSpec, devices: list[Device]) -> None:
     if spec.compute.fabric != "roce":
         return
     wanted = spec.qos.lossless_priority
-    for hwsku in sorted({d.sonic_hwsku for d in devices if d.fabric == "compute" and d.sonic_hwsku}):
+    for hwsku in sorted({d.hwsku for d in devices if d.fabric == "compute" and d.hwsku}):
         sku = load_buffers(hwsku)
         kept = set.intersection(*(sku.lossless_priorities(t) for t in sorted(sku.buffers) if sku.renders(t)))
         if wanted not in kept:

@@ -3,7 +3,7 @@
 config_db.json is meant to be merged onto the switch's factory configuration (`config load` or
 `sonic-cfggen -j config_db.json --write-to-db`): platform, hwsku and base MAC stay the device's own.
 PORT names, lanes, index and alias and the BREAKOUT_CFG mode names are the platform's own
-(`platform.json` of the plan's `sonic_platform`, see railforge/nos/sonic/portmap.py); every port
+(`platform.json` of the plan's `platform`, see railforge/nos/sonic/portmap.py); every port
 of every cage is written, unused ones admin down.
 Buffers follow what SONiC's own templates for the switch's SKU write at `config qos reload`
 (railforge/nos/sonic/buffer_defaults.py: rendered once with sonic-cfggen): DEVICE_METADATA.type is one
@@ -82,7 +82,7 @@ class BufferMismatch(ValueError):
 def _buffers(sw: SwitchConfig) -> SkuBuffers:
     _platform(sw)
     try:
-        return load_buffers(sw.sonic_hwsku)
+        return load_buffers(sw.hwsku)
     except BufferDataError as exc:
         raise BufferMismatch(f"{sw.hostname}: {exc}") from None
 
@@ -98,10 +98,10 @@ def _sonic_type(planned: str, hwsku: str | None, hostname: str) -> str:
 
 
 def _platform(sw: SwitchConfig) -> Platform:
-    if not sw.sonic_platform or not sw.sonic_hwsku:
+    if not sw.platform or not sw.hwsku:
         raise PlatformMismatch(f"{sw.hostname}: the plan names no SONiC platform/hwsku for this {sw.model} "
                                "(a plan.json written before railforge read SONiC platform data: rebuild it)")
-    return PROFILE.platform(sw.sonic_platform, sw.sonic_hwsku)
+    return PROFILE.platform(sw.platform, sw.hwsku)
 
 
 def _platform_port(platform: Platform, index: int, breakout: str, sub: int) -> tuple:
@@ -145,7 +145,7 @@ class PortShapes:
         self.cache: dict[tuple, PortEntries] = {}
 
     def __call__(self, sw: SwitchConfig) -> PortEntries:
-        key = (sw.sonic_platform, sw.sonic_hwsku,
+        key = (sw.platform, sw.hwsku,
                tuple([(i.name, i.index, i.breakout, i.sub, tuple(i.lanes), i.role == "unused", i.mtu, i.speed_mbps)
                       for i in _sonic_ports(sw)]))
         hit = self.cache.get(key)

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallo
 # whose pages fault in again; with the build's settings it comes from the heap that the last one left.
 _CHURN = """
 import resource, sys
-from railforge.allocator import keep_freed_memory
+from railforge.cli.malloc import keep_freed_memory
 if sys.argv[1] == "tuned":
     assert keep_freed_memory()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
