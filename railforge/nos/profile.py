@@ -109,9 +109,11 @@ class NosProfile:
     """One switch OS.
 
     `default_for`: the spec fabrics that get this OS when the spec names none (per `kind` for compute).
-    `port_name(cage, sub, split)` gives the OS's name for a catalog port, or is None when names come from the
-    platform's own port map: `platform_ref(model, catalog switch)` names the (platform, hwsku) of a catalog model
-    (the plan keeps them in `Device.platform`/`hwsku`) and `platform(platform, hwsku)` loads its port map.
+    `port_name(cage, sub, split, lanes)` gives the OS's name for sub-port `sub` of catalog cage `cage` broken out
+    `split` ways, the cage having `lanes` electrical lanes (an OS may number sub-ports by their first lane), or is
+    None when names come from the platform's own port map: `platform_ref(model, catalog switch)` names the
+    (platform, hwsku) of a catalog model (the plan keeps them in `Device.platform`/`hwsku`) and
+    `platform(platform, hwsku)` loads its port map.
     `plan_checks(spec, devices of this OS)` run once the devices are planned; each raises PlanRefused.
     `lab_frr(boot file)` is the FRR configuration the lab boots for the generated `boot_config` (TranslationError
     when it cannot).
@@ -126,7 +128,7 @@ class NosProfile:
     config_files: tuple[str, ...]
     boot_config: str | None
     reload: str
-    port_name: Callable[[int, int, int], str] | None
+    port_name: Callable[[int, int, int, int], str] | None
     platform: Callable[[str, str], PortMap] | None = None
     platform_ref: Callable[[str, object], tuple[str, str]] | None = None
     plan_checks: tuple[Callable[[ClusterSpec, list[Device]], None], ...] = ()

@@ -41,7 +41,7 @@ def test_defaults_per_fabric():
     ("mlnx-os", 0, 0, 1, "1"), ("mlnx-os", 31, 1, 2, "32/2"),
 ])
 def test_port_names(name, cage, sub, split, expected):
-    assert nos.profile(name).port_name(cage, sub, split) == expected
+    assert nos.profile(name).port_name(cage, sub, split, 8) == expected
 
 
 def test_sonic_names_ports_from_its_platform():

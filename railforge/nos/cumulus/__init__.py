@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from railforge.provision.served import ServedFile
 
 
-def port_name(cage: int, sub: int, split: int) -> str:
+def port_name(cage: int, sub: int, split: int, lanes: int) -> str:
     return f"swp{cage + 1}" if split == 1 else f"swp{cage + 1}s{sub}"
 
 

@@ -6,6 +6,12 @@ from __future__ import annotations
 
 from railforge.nos.profile import NosProfile, front_label
 
+
+def port_name(cage: int, sub: int, split: int, lanes: int) -> str:
+    """The front-panel label, as the switch's CLI names the port."""
+    return front_label(cage, sub, split)
+
+
 PROFILE = NosProfile(
     name="mlnx-os",
     title="InfiniBand (MLNX-OS)",
@@ -16,5 +22,5 @@ PROFILE = NosProfile(
     config_files=(),
     boot_config=None,
     reload="no per-switch change: reload OpenSM's files on the SM host",
-    port_name=front_label,
+    port_name=port_name,
 )
