@@ -46,8 +46,10 @@ def _build(ctx: BuildContext) -> Plan:
     spec = ctx.spec
     for key, purpose, fabric in POOLS:
         ctx.pools[key] = PrefixPool(key, getattr(spec.addressing, key), purpose, fabric, f"addressing.{key}")
-    active = [p for k, p in ctx.pools.items() if k != "storage" or spec.storage.storage_vlan]
-    for a, b in check_overlaps(active):
+    written = spec.addressing.model_fields_set
+    for a, b in check_overlaps(list(ctx.pools.values())):
+        if a.name in written and b.name not in written:
+            a, b = b, a
         raise ctx.fail(b.spec_field, f"{b.prefix} overlaps {a.spec_field} ({a.prefix}); pools must be disjoint")
 
     cd = compute.design(ctx)

@@ -449,7 +449,8 @@ class Addressing(Strict):
     inband: Prefix = "10.20.0.0/16"
     """IPv4 pool of the in-band (bond) network."""
     storage: Prefix = "10.30.0.0/16"
-    """IPv4 pool of the storage VLAN."""
+    """IPv4 pool of the storage VLAN (storage.storage_vlan); checked like every pool even without the VLAN, as the
+    storage switches' prefix lists name it."""
     oob: Prefix = "10.250.0.0/16"
     """IPv4 pool of the out-of-band network."""
     k8s_pods: Prefix = "10.96.0.0/12"
