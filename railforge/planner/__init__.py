@@ -14,7 +14,7 @@ from railforge.planner.checks import check_plan
 from railforge.planner.context import BuildContext
 from railforge.planner.ipam import PoolExhausted, PrefixPool, check_overlaps
 from railforge.spec.loader import LineMap
-from railforge.spec.models import ClusterSpec
+from railforge.spec.models import ASN_PRIVATE, ClusterSpec, private_range
 
 POOLS = (
     ("loopbacks", "switch loopbacks (/32)", "all"),
@@ -166,8 +166,15 @@ def _check_asns(ctx: BuildContext) -> None:
                            f"ASN base {b.first} collides with the {a.name} fabric's ASNs {a.first}-{a.last}; "
                            f"use at least {a.last + 1}")
     for r in ranges:
-        if r.last > 4294967294:
-            raise ctx.fail(f"addressing.asn.{r.name}", f"ASNs {r.first}-{r.last} run past 4294967294")
+        lo, hi = private_range(r.first) or ASN_PRIVATE[-1]
+        if r.last > hi:
+            width = "2-byte" if hi < 1 << 16 else "4-byte"
+            hint = f"; use a base of at most {hi - r.count + 1}" if hi - r.count + 1 >= lo else ""
+            if width == "2-byte":
+                hint += f" or a 4-byte private base ({ASN_PRIVATE[-1][0]} and up)"
+            raise ctx.fail(f"addressing.asn.{r.name}", f"the {r.name} fabric needs {r.count} ASNs, {r.first}-{r.last}, "
+                                                       f"which run past {hi}, the end of the {width} private range "
+                                                       f"{lo}-{hi} (RFC 6996){hint}")
 
 
 def device_types(ctx: BuildContext) -> list[DeviceType]:

@@ -34,6 +34,8 @@ LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._+/()-]{0,62}[A-Za-z0-9)]?")
 TEXT_MAX = 200
 MAX_SPEED_MBPS = 1_600_000
 ASN_PRIVATE_4B = (4200000000, 4294967294)
+ASN_PRIVATE_2B = (64512, 65534)
+ASN_PRIVATE = (ASN_PRIVATE_2B, ASN_PRIVATE_4B)
 
 
 def parse_speed(value: object) -> int:
@@ -422,20 +424,27 @@ class Layout(Strict):
     """Where an SU's network rack stands in its row: 'middle' or 'end'."""
 
 
+def private_range(asn: int) -> tuple[int, int] | None:
+    """The RFC 6996 private range holding `asn`: 2-byte 64512-65534 or 4-byte 4200000000-4294967294."""
+    return next(((lo, hi) for lo, hi in ASN_PRIVATE if lo <= asn <= hi), None)
+
+
 class AsnBases(Strict):
     compute: int = 4200000000
-    """First ASN of the compute fabric (4-byte private, RFC 6996: 4200000000-4294967294)."""
+    """First ASN of the compute fabric, private (RFC 6996): 4-byte 4200000000-4294967294 or 2-byte 64512-65534; the
+    fabric's whole range (one ASN per leaf, spine group and super-spine tier) must fit in the same private range."""
     storage: int = 4210000000
-    """First ASN of the storage fabric."""
+    """First ASN of the storage fabric (private, like `compute`)."""
     oob: int = 4220000000
-    """First ASN of the OOB fabric."""
+    """First ASN of the OOB fabric (private, like `compute`)."""
 
     @field_validator("compute", "storage", "oob")
     @classmethod
     def _private(cls, v: int) -> int:
-        lo, hi = ASN_PRIVATE_4B
-        if not lo <= v <= hi:
-            raise ValueError(f"{v} is outside the 4-byte private ASN range {lo}-{hi} (RFC 6996)")
+        if private_range(v) is None:
+            (lo2, hi2), (lo4, hi4) = ASN_PRIVATE
+            raise ValueError(f"{v} is not a private ASN (RFC 6996): use {lo2}-{hi2} (2-byte) or {lo4}-{hi4} "
+                             "(4-byte)")
         return v
 
 
