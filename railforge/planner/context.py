@@ -36,8 +36,9 @@ class BuildContext:
 
     def claim(self, pool: str, blocks: int, block_len: int, what: str) -> int:
         """Claim the next `blocks` blocks of /`block_len` of a pool shared by the fabrics (loopbacks, p2p), failing
-        when the pool cannot hold every claim so far (`what` names them); the address offset of the first."""
-        first = self.claimed.get(pool, 0)
+        when the pool cannot hold every claim so far (`what` names them); the address offset of the first. The
+        loopbacks start `addressing.loopback_offset` addresses into their pool (1: never its network address)."""
+        first = self.claimed.get(pool, self.spec.addressing.loopback_offset if pool == "loopbacks" else 0)
         self.pools[pool].require(first + blocks, block_len, what)
         self.claimed[pool] = first + blocks
         return first << (32 - block_len)

@@ -450,7 +450,12 @@ class AsnBases(Strict):
 
 class Addressing(Strict):
     loopbacks: Prefix = "10.0.0.0/16"
-    """IPv4 pool of switch loopbacks."""
+    """IPv4 pool of switch loopbacks (also the switches' BGP router-ids)."""
+    loopback_offset: int = Field(1, ge=0, le=1 << 24)
+    """Addresses of addressing.loopbacks left unused before the first loopback: 1 (default) numbers switches from the
+    pool's first host address (10.0.0.1); 0 from its network address (10.0.0.0), as railforge did before this option
+    existed: set 0 to keep the loopbacks and router-ids of a cluster built then (the build refuses to renumber
+    them otherwise)."""
     p2p: Prefix = "10.1.0.0/16"
     """IPv4 pool of numbered point-to-point links (/31s)."""
     compute_hosts: Prefix = "100.64.0.0/12"
