@@ -74,13 +74,21 @@ def _first_loopback(plan: Plan) -> int | None:
 
 def default_changes(old: Plan, new: Plan) -> list[str]:
     """How to keep what an earlier railforge chose by default and this one chooses otherwise, when the refused
-    change is that: loopbacks from the pool's network address (addressing.loopback_offset: 0)."""
+    change is that: loopbacks from the pool's network address (addressing.loopback_offset: 0), Cumulus on the
+    storage or OOB switches of a spec that names no OS for them (storage.nos, oob.nos)."""
     out = []
     if _first_loopback(old) and not _first_loopback(new):
         out.append("The plan there numbers loopbacks (and BGP router-ids) from the pool's network address, as "
                    "railforge did before addressing.loopback_offset existed; this railforge starts at the first host "
-                   "address. To keep the addresses the cluster runs with, set `addressing: {loopback_offset: 0}` in "
-                   "the spec.")
+                   "address. To keep the addresses the cluster runs with, add `loopback_offset: 0` under `addressing:` "
+                   "in the spec.")
+    was = {(d.fabric, d.nos) for d in old.devices if d.fabric in ("storage", "oob") and d.nos}
+    now = {(d.fabric, d.nos) for d in new.devices if d.fabric in ("storage", "oob") and d.nos}
+    for fabric, nos in sorted(was - now):
+        if any(f == fabric for f, _ in now):
+            out.append(f"The {fabric} switches there run {nos}; a spec that names no `{fabric}.nos` now gets the "
+                       f"compute fabric's OS where the models run it. To keep them, add `nos: {nos}` under `{fabric}:` "
+                       "in the spec.")
     return out
 
 

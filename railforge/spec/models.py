@@ -356,8 +356,10 @@ class ComputeFabric(Strict):
 
 
 class StorageFabric(Strict):
-    nos: StorageNos = nos_registry.default("storage").name
-    """Switch OS of the storage fabric: 'cumulus' or 'sonic'."""
+    nos: StorageNos | None = None
+    """Switch OS of the storage fabric: 'cumulus' or 'sonic'. Default: compute.nos when it is an Ethernet OS that runs
+    on the storage leaf and spine models (one OS to run, one toolchain), else 'cumulus' where those models run it,
+    else the first OS the leaf model runs."""
     leaf: SwitchChoice
     """Storage leaf switch model."""
     spine: SwitchChoice
@@ -384,8 +386,9 @@ def check_oob_vlan(v: int) -> int:
 
 
 class OobFabric(Strict):
-    nos: OobNos = nos_registry.default("oob").name
-    """Switch OS of the out-of-band fabric: 'cumulus' or 'sonic'."""
+    nos: OobNos | None = None
+    """Switch OS of the out-of-band fabric: 'cumulus' or 'sonic'. Default: as for storage.nos (compute.nos when the OOB
+    leaf and spine models run it)."""
     leaf: SwitchChoice
     """OOB leaf model (every BMC and switch management port goes to an OOB leaf in its row)."""
     spine: SwitchChoice

@@ -8,8 +8,8 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-import openpyxl
 import netaddr
+import openpyxl
 import orjson
 import pytest
 import yaml
@@ -257,3 +257,19 @@ def test_loopbacks_start_at_the_first_host_and_a_cluster_built_from_the_network_
     router_ids = {line.split()[-1] for f in (new / "configs").glob("*/frr.conf")
                   for line in f.read_text().splitlines() if line.strip().startswith("bgp router-id")}
     assert router_ids and "10.0.0.0" not in router_ids
+
+
+def test_a_cluster_whose_storage_ran_the_old_default_os_is_told_how_to_keep_it(tmp_path):
+    """A spec naming no storage.nos got Cumulus storage and OOB switches before; now the compute fabric's SONiC. A
+    rebuild over such a plan is refused (every storage and OOB switch changes OS) and says how to keep them."""
+    data = yaml.safe_load(example_spec("minimal").read_text())
+    old = tmp_path / "old.yaml"
+    old.write_text(yaml.safe_dump({**data, "storage": {**data["storage"], "nos": "cumulus"},
+                                   "oob": {**data["oob"], "nos": "cumulus"}}, sort_keys=False))
+    out = tmp_path / "out"
+    _build(old, out)
+    proc = _build(example_spec("minimal"), out, check=False)
+    assert proc.returncode == 1
+    text = " ".join(proc.stderr.split())
+    assert "device changed" in text
+    assert "add `nos: cumulus` under `storage:`" in text and "add `nos: cumulus` under `oob:`" in text
