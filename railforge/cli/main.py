@@ -38,6 +38,7 @@ from railforge.health.cli import health_app
 from railforge.lab.cli import lab_app
 from railforge.plan import outdir
 from railforge.plan.model import Plan
+from railforge.plan.power import warnings as power_warnings
 from railforge.planner import build_plan
 from railforge.render import families
 from railforge.sot.cli import sot_app
@@ -181,7 +182,10 @@ def load_plan(spec_path: Path) -> Plan:
         spec, lines = load_spec(spec_path)
         for w in spec_warnings(spec, lines, str(spec_path)):
             err.print(show.line("warning", "yellow", w.render()))
-        return build_plan(spec, lines, str(spec_path))
+        plan = build_plan(spec, lines, str(spec_path))
+        for w in power_warnings(plan):
+            err.print(show.line("warning", "yellow", f"{spec_path}: {w}"))
+        return plan
     except SpecErrors as exc:
         for e in exc.errors:
             say_error(e.render())

@@ -8,7 +8,18 @@ from fractions import Fraction
 from railforge import nos
 from railforge.hardware.catalog import merged_catalog, ports_at, splitter_parts, twin_parts
 from railforge.nos.profile import PlanRefused
-from railforge.plan.model import ClusterSummary, DeviceType, NodeTopology, Plan, Qos, Reliability, Tenant
+from railforge.plan.model import (
+    ClusterSummary,
+    DeviceType,
+    NodeTopology,
+    Plan,
+    Power,
+    PowerFact,
+    Qos,
+    Reliability,
+    Tenant,
+)
+from railforge.plan.parts import lay_parts
 from railforge.planner import compute, layout, oob, slurm, storage
 from railforge.planner.checks import check_plan
 from railforge.planner.context import BuildContext
@@ -87,6 +98,8 @@ def _build(ctx: BuildContext) -> Plan:
     }
     racks = layout.place(ctx, slots, max_counts, heights)
     layout.measure(ctx, racks)
+    twins, splitters = twin_parts(ctx.catalog, ctx.links), splitter_parts(ctx.catalog, ctx.links)
+    lay_parts(ctx.devices, ctx.links, twins, splitters)
 
     for dev in ctx.devices:
         if dev.role == "node":
@@ -118,9 +131,9 @@ def _build(ctx: BuildContext) -> Plan:
                 racks, ctx.devices, ctx.links, compute.pod_networks(ctx, cd),
                 Reliability(spec.reliability.optics_mtbf_hours, spec.reliability.gpu_monthly_availability,
                             list(spec.reliability.job_gpus)),
-                tenants(ctx), device_types(ctx), twin_parts=twin_parts(ctx.catalog, ctx.links),
-                splitter_parts=splitter_parts(ctx.catalog, ctx.links))
+                tenants(ctx), device_types(ctx), twin_parts=twins, splitter_parts=splitters)
     plan.slurm = slurm.settings(ctx, plan.tenants)
+    plan.power = power_facts(ctx)
     ratios = {"leaf": spec.compute.oversubscription.get("leaf", Fraction(1)),
               "spine": spec.compute.oversubscription.get("spine", Fraction(1))}
     models = {"leaf": spec.compute.leaf, "spine": spec.compute.spine, "superspine": spec.compute.superspine}
@@ -130,6 +143,15 @@ def _build(ctx: BuildContext) -> Plan:
         raise ctx.fail("compute", "the planned fabric fails its own checks (a railforge bug, please report it): "
                                   + "; ".join(problems[:5]))
     return plan
+
+
+def power_facts(ctx: BuildContext) -> Power:
+    """The spec's rack budget and the catalog's power figures for the models and parts this plan uses."""
+    used = {d.model for d in ctx.devices} | {m for link in ctx.links for m in (link.part, link.a_module, link.b_module)
+                                             if m}
+    facts = {name: PowerFact(float(f.typical_w), float(f.max_w), f.source, f.estimate)
+             for name, f in sorted(ctx.catalog.power.items()) if name in used}
+    return Power(float(ctx.spec.layout.rack_power_kw * 1000), facts)
 
 
 def _os_checks(ctx: BuildContext) -> None:

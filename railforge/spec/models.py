@@ -223,6 +223,24 @@ class MediaRule(Strict):
         return m, self.parts[m]
 
 
+class PowerFigures(Strict):
+    typical_w: float = Field(ge=0, le=1_000_000)
+    """Typical draw in watts: a switch or server without its pluggables, a transceiver or active cable per plug (each
+    end of an active cable draws it from its port)."""
+    max_w: float = Field(ge=0, le=1_000_000)
+    """Maximum draw in watts, same basis; rack power budgets are checked against it."""
+    source: Text
+    """Where the figures come from, e.g. the data sheet's title; shown with the figures in the report."""
+    estimate: bool = False
+    """True when no vendor figure was at hand and the numbers are an estimate (the report says so)."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PowerFigures:
+        if self.typical_w > self.max_w:
+            raise ValueError(f"typical_w {self.typical_w:g} exceeds max_w {self.max_w:g}")
+        return self
+
+
 class Catalog(Strict):
     switches: dict[ModelName, CatalogSwitch] = Field(default_factory=dict)
     """Switch models to add or override, by model name (the built-in catalog: QM9700, SN5600, TH5-128x400G, SN4700,
@@ -234,6 +252,10 @@ class Catalog(Strict):
     nodes: dict[ModelName, CatalogNode] = Field(default_factory=dict, max_length=256)
     """GPU server models to add or override, by model name: the CPUs, sockets, memory and GPUs Slurm is told
     about."""
+    power: dict[ModelName, PowerFigures] = Field(default_factory=dict, max_length=1024)
+    """Power draw to add or override, by switch or server model, transceiver or active cable part: e.g.
+    {HGX-H100: {typical_w: 8500, max_w: 10200, source: 'vendor data sheet'}}. A model or part without figures counts
+    0 W and the report names it."""
 
 
 class NicGroup(Strict):
@@ -425,6 +447,10 @@ class Layout(Strict):
     """Slack added to every cable estimate in metres."""
     network_rack_position: Literal["middle", "end"] = "middle"
     """Where an SU's network rack stands in its row: 'middle' or 'end'."""
+    rack_power_kw: float = Field(40.0, gt=0, le=1000)
+    """Power (and cooling) budget of one rack in kW: validate and build warn about every rack whose devices' maximum
+    draw (catalog power figures, pluggables included) exceeds it; the report, the rack elevations and the BOM show
+    typical and maximum draw per rack and row."""
 
 
 def private_range(asn: int) -> tuple[int, int] | None:
