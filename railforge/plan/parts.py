@@ -195,6 +195,14 @@ def module_rows(o: Orders) -> list[tuple[str, str, str, int, int]]:
     return sorted((media, part, twin_speed(mbps, ways), ways, n) for (media, part, mbps, ways), n in o.modules.items())
 
 
+def laid(link: Link) -> str:
+    """The parts a link is laid with, in one phrase for a cable's description: its cable part, or for a fibre run
+    its module (both, 'A / B', when the ends differ); '' when the catalog has no part (Cat6)."""
+    if link.a_module is None:
+        return link.part or ""
+    return link.a_module if link.a_module == link.b_module else f"{link.a_module} / {link.b_module}"
+
+
 def fibre_runs(plan: Plan) -> list[Link]:
     """Links laid as a fibre patch cord between two transceivers."""
     return [link for link in plan.links if link.a_module is not None]

@@ -194,3 +194,30 @@ def test_the_issue_40_build_lays_and_orders_the_splitter_it_buys(tmp_path):
     report = (out / "report.md").read_text()
     assert "2760 transceiver modules to order" in report  # 1944 twin-port + 816 single-port, as the BOM
     assert sum(int(bom[k]["quantity"]) for k in bom if k[0].startswith("SR4")) == 2760
+
+
+def test_netbox_cables_are_described_with_the_parts_laid(tmp_path):
+    """The NetBox import CSV and the SoT push describe each cable with the parts a technician lays: a fibre run
+    with its modules (the twin-port module at a split cage, not nothing), a splitter leg with the splitter."""
+    import csv as csv_module
+
+    from railforge.formats.output import Output
+    from railforge.planner import build_plan
+    from railforge.render import netbox
+    from railforge.sot.desired import desired
+    from railforge.spec.loader import load_spec
+
+    spec_path = ROOT / "tests" / "specs" / "tiny-clos.yaml"
+    plan = build_plan(*load_spec(spec_path), str(spec_path))
+    out = Output(tmp_path / "out")
+    netbox.render(plan, out)
+    out.commit()
+    with open(tmp_path / "out" / "netbox" / netbox.FILES[7], newline="", encoding="utf-8") as fh:
+        csv_rows = {r["label"]: r["description"] for r in csv_module.DictReader(fh)}
+    pushed = {c.label: c.description for c in desired(plan).cables}
+    fibre = next(link for link in plan.links if link.a_module and link.b_module == link.a_module)
+    leg = next(link for link in plan.links if link.assembly and link.part in {
+        s for by_ways in plan.splitter_parts.values() for s in by_ways.values()})
+    for described in (csv_rows, pushed):
+        assert described[fibre.id].endswith(f"{fibre.media} {fibre.a_module}"), described[fibre.id]
+        assert described[leg.id].endswith(f"{leg.media} {leg.part}"), described[leg.id]
