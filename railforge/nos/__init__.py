@@ -8,10 +8,10 @@ function below: defined after the submodule `nos.profile` is imported, it takes 
 
 from __future__ import annotations
 
-from railforge.nos import cumulus, mlnx_os, sonic
+from railforge.nos import cumulus, eos, mlnx_os, sonic
 from railforge.nos.profile import Fabric, Kind, NosProfile
 
-_PROFILES: dict[str, NosProfile] = {p.name: p for p in (sonic.PROFILE, cumulus.PROFILE, mlnx_os.PROFILE)}
+_PROFILES: dict[str, NosProfile] = {p.name: p for p in (sonic.PROFILE, cumulus.PROFILE, eos.PROFILE, mlnx_os.PROFILE)}
 
 
 def names(fabric: Fabric | None = None, kind: Kind | None = None) -> tuple[str, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from railforge.nos.profile import NosProfile, ZtpVariant
 
 
-def port_name(cage: int, sub: int, split: int) -> str:
+def port_name(cage: int, sub: int, split: int, _lanes: int) -> str:
     return f"swp{cage + 1}" if split == 1 else f"swp{cage + 1}s{sub}"
 
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from railforge.nos.profile import NosProfile, front_label
 
+
+def port_name(cage: int, sub: int, split: int, _lanes: int) -> str:
+    return front_label(cage, sub, split)
+
+
 PROFILE = NosProfile(
     name="mlnx-os",
     title="InfiniBand (MLNX-OS)",
@@ -16,5 +21,5 @@ PROFILE = NosProfile(
     boot_config=None,
     reload="no per-switch change: reload OpenSM's files on the SM host",
     ztp=None,
-    port_name=front_label,
+    port_name=port_name,
 )

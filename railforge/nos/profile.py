@@ -36,8 +36,9 @@ class NosProfile:
     """One switch OS.
 
     `default_for`: the spec fabrics that get this OS when the spec names none (per `kind` for compute).
-    `port_name(cage, sub, split)` gives the OS's name for a catalog port, or is None when names come from
-    the platform's own port map: `platform_ref(model, catalog switch)` names the (platform, hwsku) of a
+    `port_name(cage, sub, split, lanes)` gives the OS's name for sub-port `sub` of catalog cage `cage` split `split`
+    ways, the cage having `lanes` electrical lanes (EOS numbers a sub-port by its first lane), or is None when
+    names come from the platform's own port map: `platform_ref(model, catalog switch)` names the (platform, hwsku) of a
     catalog model and `platform(platform, hwsku)` loads its port map.
     """
 
@@ -51,7 +52,7 @@ class NosProfile:
     boot_config: str | None
     reload: str
     ztp: ZtpVariant | None
-    port_name: Callable[[int, int, int], str] | None
+    port_name: Callable[[int, int, int, int], str] | None
     platform: Callable[[str, str], object] | None = None
     platform_ref: Callable[[str, object], tuple[str, str]] | None = None
 

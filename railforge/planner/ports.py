@@ -19,8 +19,9 @@ def _port_args(nos: NosProfile, platform: Platform | None, slot: PortSlot) -> tu
     if platform is not None:
         p = platform.port(slot.index, slot.split, slot.speed_mbps, slot.sub)
         return p.name, _front(slot), slot.index, slot.sub, slot.speed_mbps, p.mode, list(p.lanes)
-    return (nos.port_name(slot.index, slot.sub, slot.split), _front(slot), slot.index, slot.sub, slot.speed_mbps,
-            f"{slot.split}x{format_speed(slot.speed_mbps)}", list(slot.lanes))
+    name = nos.port_name(slot.index, slot.sub, slot.split, len(slot.lanes) * slot.split)
+    return (name, _front(slot), slot.index, slot.sub, slot.speed_mbps, f"{slot.split}x{format_speed(slot.speed_mbps)}",
+            list(slot.lanes))
 
 
 class RadixError(Exception):

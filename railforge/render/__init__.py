@@ -30,6 +30,7 @@ class Family:
 
 def families() -> list[Family]:
     from railforge import outdir
+    from railforge.nos.eos import render as eos
     from railforge.render import (
         bom,
         cabling,
@@ -78,6 +79,8 @@ def families() -> list[Family]:
                shardable=True, weight=32),
         Family("nvue", "Cumulus Linux NVUE startup.yaml per Cumulus switch", nvue.render, per_device=True,
                shardable=True),
+        Family("eos", "Arista EOS AVD structured_config.yaml and the startup-config pyavd renders, per EOS switch",
+               eos.render, per_device=True, shardable=True),
         Family("ztp", "switch-macs.csv: the template of switch management MACs/serials to fill in after racking",
                switch_macs.render),
         Family("hosts", "host-macs.csv: the template of host BMC/boot-NIC MACs, serials and boot targets to fill in",
