@@ -41,8 +41,8 @@ def validated(sc: dict, pyavd: Any | None = None) -> dict:
     """`sc` as pyavd validated it (types converted); AvdRejected names every violation and deprecation."""
     pyavd = pyavd or _pyavd()
     result = pyavd.validate_structured_config(sc)
-    problems = [str(v) for v in result.validation_result.violations]
-    problems += [f"deprecated: {d}" for d in result.validation_result.deprecations]
+    problems = [f"{'.'.join(v.path)}: {v.message}" for v in result.validation_result.violations]
+    problems += [f"deprecated: {d.message}" for d in result.validation_result.deprecations]
     if problems or result.validated_data is None:
         raise AvdRejected(f"{sc.get('hostname')}: pyavd refused the structured configuration: {'; '.join(problems)}")
     return result.validated_data

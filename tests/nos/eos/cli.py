@@ -1,0 +1,46 @@
+"""Reading rendered EOS CLI back for the tests: top-level blocks and the lines under them."""
+
+from __future__ import annotations
+
+
+def blocks(cli: str) -> dict[str, list[str]]:
+    """Top-level line -> the stripped lines indented under it (a repeated top-level line keeps the first)."""
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in cli.splitlines():
+        if not line.strip() or line.strip() == "!":
+            continue
+        if line.startswith(" "):
+            if current is not None:
+                current.append(line.strip())
+            continue
+        current = out.setdefault(line.strip(), []) if line.strip() not in out else None
+    return out
+
+
+def section(cli: str, head: str) -> list[str]:
+    """The stripped lines under the top-level line starting with `head`."""
+    for top, lines in blocks(cli).items():
+        if top.startswith(head):
+            return lines
+    return []
+
+
+def top_lines(cli: str) -> list[str]:
+    return [line.strip() for line in cli.splitlines() if line.strip() and not line.startswith(" ")]
+
+
+def nested(cli: str, top: str, sub: str) -> list[str]:
+    """The stripped lines under the second-level line `sub` of the top-level block starting with `top`."""
+    out: list[str] = []
+    in_top = in_sub = False
+    for line in cli.splitlines():
+        if not line.strip() or line.strip() == "!":
+            continue
+        if not line.startswith(" "):
+            in_top, in_sub = line.startswith(top), False
+        elif in_top and line.startswith("   ") and not line.startswith("    "):
+            in_sub = line.strip() == sub
+        elif in_sub:
+            out.append(line.strip())
+    return out
