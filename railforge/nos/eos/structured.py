@@ -29,6 +29,9 @@ BFD_MS, BFD_MULTIPLIER = 300, 3
 KEEPALIVE, HOLD = 3, 9
 MAX_PATHS = 64
 DSCP_PER_LINE = 8
+# EOS speeds that name their lane count (the `speed` values of AVD's eos_cli_config_gen schema)
+LANE_SPEEDS = frozenset({"40g-4", "50g-1", "50g-2", "100g-1", "100g-2", "100g-4", "200g-1", "200g-2", "200g-4",
+                         "400g-2", "400g-4", "400g-8", "800g-4", "800g-8"})
 
 
 class EosPlanError(OutputError):
@@ -48,11 +51,12 @@ def _ip(cidr: str | None) -> str | None:
 
 
 def speed(i: Interface) -> str | None:
-    """EOS's speed keyword: `<G>g-<lanes>` on a multi-lane port (the lanes say how the cage is broken out),
-    `<G>g` on a single-lane one; None (auto-negotiate) for 1G copper."""
+    """EOS's speed keyword: `<G>g-<lanes>` where EOS names the lane count (every PAM4 rate and 40G), `<G>g`
+    where it does not (10G, 25G, also on a broken-out QSFP lane); None (auto-negotiate) for 1G copper."""
     gbps = i.speed_mbps // 1000
-    if len(i.lanes) > 1 or "/" in i.name:
-        return f"{gbps}g-{len(i.lanes)}"
+    laned = f"{gbps}g-{len(i.lanes)}"
+    if laned in LANE_SPEEDS:
+        return laned
     return f"{gbps}g" if gbps >= 10 else None
 
 

@@ -31,16 +31,18 @@ def top_lines(cli: str) -> list[str]:
 
 
 def nested(cli: str, top: str, sub: str) -> list[str]:
-    """The stripped lines under the second-level line `sub` of the top-level block starting with `top`."""
+    """The stripped lines indented under the line `sub` of the top-level block starting with `top` (EOS indents by
+    three spaces, FRR by one: depth is read from the indentation)."""
     out: list[str] = []
-    in_top = in_sub = False
+    in_top, depth = False, None
     for line in cli.splitlines():
-        if not line.strip() or line.strip() == "!":
+        if not line.strip() or line.strip() in ("!", "exit", "exit-address-family"):
             continue
-        if not line.startswith(" "):
-            in_top, in_sub = line.startswith(top), False
-        elif in_top and line.startswith("   ") and not line.startswith("    "):
-            in_sub = line.strip() == sub
-        elif in_sub:
+        indent = len(line) - len(line.lstrip())
+        if indent == 0:
+            in_top, depth = line.startswith(top), None
+        elif in_top and depth is not None and indent > depth:
             out.append(line.strip())
+        elif in_top:
+            depth = indent if line.strip() == sub else None
     return out
