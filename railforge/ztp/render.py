@@ -6,6 +6,7 @@ the generated config_db.json onto the factory configuration (`config load`, not 
 03-railforge-finish runs `sonic-finish.sh` (credentials, BGP restart on the new frr.conf, `config save`).
 Cumulus Linux: DHCP option 239 (cumulus-provision-url) carries the URL of `ztp/<switch>/cumulus-ztp.sh`,
 a script marked CUMULUS-AUTOPROVISIONING that fetches the generated startup.yaml and applies it with NVUE.
+Arista EOS: DHCP option 67 carries the URL of `ztp/<switch>/eos-ztp.sh` (railforge/nos/eos/ztp.py).
 The HTTP server's document root is the generated folder, so every URL is `<server>/<path in generated/>`.
 """
 
@@ -23,6 +24,7 @@ import yaml
 
 from railforge import nos, outdir
 from railforge.inputs import InputError, MiB, read_text
+from railforge.nos.eos import ztp as eos_ztp
 from railforge.nos.profile import ZtpVariant
 from railforge.plan import Device, Plan
 from railforge.spec import yamlsafe
@@ -80,7 +82,7 @@ def ztp_path(dev: Device) -> str:
 def _read(generated: Path, rel: str) -> str:
     if not (generated / rel).exists():
         raise ZtpError(f"{generated / rel} not found: ZTP serves the switch configs of a full `railforge build` "
-                       "(run it, with the sonic and nvue families)")
+                       "(run it, with the switch-config families)")
     try:
         return read_text(generated / rel, MAX_CONFIG_BYTES)
     except InputError as exc:
@@ -130,7 +132,16 @@ def cumulus_files(dev: Device, generated: Path, server: str, creds: Credentials)
     return [ZtpFile(ztp_path(dev), script, SECRET_MODE)]
 
 
-FILES = {"sonic": sonic_files, "cumulus": cumulus_files}
+def eos_files(dev: Device, generated: Path, server: str, creds: Credentials) -> list[ZtpFile]:
+    config = outdir.config_file(dev.name, eos_ztp.CONFIG)
+    try:
+        text = eos_ztp.script(dev.name, url(server, config), creds, _read(generated, config))
+    except eos_ztp.EosZtpError as exc:
+        raise ZtpError(f"{dev.name}: {exc}") from None
+    return [ZtpFile(ztp_path(dev), text, SECRET_MODE)]
+
+
+FILES = {"sonic": sonic_files, "cumulus": cumulus_files, "eos": eos_files}
 
 
 def switch_files(plan: Plan, generated: Path, server: str, creds: Credentials) -> list[ZtpFile]:
