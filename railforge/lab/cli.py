@@ -22,6 +22,7 @@ from railforge import outdir, show
 from railforge.change.compare import compare as compare_plans
 from railforge.inputs import InputError
 from railforge.lab import checks, daemons, fabric, failure, hitless, ibsim, runner
+from railforge.lab.ifnames import lab_plan
 from railforge.lab.scope import LabTopology, ScopeError, lab_topology, parse_sus
 from railforge.lab.shell import CommandError, ns_pids
 from railforge.lab.state import LabState, load_state
@@ -52,9 +53,10 @@ def _err(msg: str, code: int = 2) -> typer.Exit:
 
 def _plan(cluster: Path, out: Path | None) -> tuple[Plan, Path]:
     try:
-        return load_generated_plan(cluster, out)
+        plan, folder = load_generated_plan(cluster, out)
     except (BuildError, InputError) as exc:
         raise _err(str(exc)) from None
+    return lab_plan(plan), folder
 
 
 def _running(cluster: Path, out: Path | None, prefix: str) -> tuple[Plan, LabState, LabTopology]:
@@ -259,7 +261,7 @@ def grow(cluster: ClusterArg, to: GrowTo, out: OutOpt = None, prefix: PrefixOpt 
     restart), then the new SU's switches and nodes; measure session resets, ping loss and reachability."""
     plan, state, topo = _running(cluster, out, prefix)
     try:
-        new = load_generated_plan(to, to)[0]
+        new = lab_plan(load_generated_plan(to, to)[0])
     except (BuildError, InputError) as exc:
         raise _err(str(exc)) from None
     if new.cluster.name != plan.cluster.name:

@@ -52,7 +52,7 @@ def preflight(topo: LabTopology, configs: Path) -> dict[str, str]:
         raise LabError("; ".join(problems))
     try:
         return {name: frr_text(conf) for name, conf in confs.items()}
-    except nvue.NvueError as exc:
+    except ValueError as exc:  # NvueError, or another OS's translation refusing its file
         raise LabError(str(exc)) from None
 
 
@@ -83,7 +83,12 @@ def config_file(configs: Path, switch: Device) -> Path:
 
 
 def frr_text(conf: Path) -> str:
-    """The generated frr.conf as it is, or the one NVUE would write from a Cumulus startup.yaml."""
+    """The generated frr.conf as it is, the one NVUE would write from a Cumulus startup.yaml, or what the OS whose
+    boot file this is translates it to (its profile's `lab_frr`)."""
+    for name in nos.names():
+        profile = nos.profile(name)
+        if profile.boot_config == conf.name and profile.lab_frr is not None:
+            return profile.lab_frr(conf)
     return nvue.frr_conf_text(conf) if conf.name == "startup.yaml" else conf.read_text()
 
 

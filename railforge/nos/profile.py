@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 Kind = Literal["ethernet", "infiniband"]
@@ -40,6 +41,8 @@ class NosProfile:
     ways, the cage having `lanes` electrical lanes (EOS numbers a sub-port by its first lane), or is None when
     names come from the platform's own port map: `platform_ref(model, catalog switch)` names the (platform, hwsku) of a
     catalog model and `platform(platform, hwsku)` loads its port map.
+    `lab_frr(boot file)` is the integrated frr.conf the lab runs for a switch of this OS, when its boot file is not
+    one; `kernel_ifname(port)` the Linux name of a port whose OS name Linux cannot take (a `/` in it).
     """
 
     name: str
@@ -55,6 +58,8 @@ class NosProfile:
     port_name: Callable[[int, int, int, int], str] | None
     platform: Callable[[str, str], object] | None = None
     platform_ref: Callable[[str, object], tuple[str, str]] | None = None
+    lab_frr: Callable[[Path], str] | None = None
+    kernel_ifname: Callable[[str], str] | None = None
 
 
 def front_label(cage: int, sub: int, split: int) -> str:

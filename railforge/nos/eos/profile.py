@@ -10,6 +10,8 @@ split n ways over L lanes is `Ethernet<cage>/<k * L/n + 1>`.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from railforge.nos.profile import NosProfile, ZtpVariant
 
 CONFIG = "startup-config"
@@ -20,6 +22,18 @@ def port_name(cage: int, sub: int, split: int, lanes: int) -> str:
     if lanes <= 1:
         return f"Ethernet{cage + 1}"
     return f"Ethernet{cage + 1}/{sub * (lanes // split) + 1}"
+
+
+def lab_frr(structured_config: Path) -> str:
+    from railforge.nos.eos.lab import frr_conf_text  # noqa: PLC0415 - the spec models import the registry
+
+    return frr_conf_text(structured_config)
+
+
+def kernel_ifname(port: str) -> str:
+    from railforge.nos.eos.lab import kernel_ifname as name  # noqa: PLC0415
+
+    return name(port)
 
 
 PROFILE = NosProfile(
@@ -34,4 +48,6 @@ PROFILE = NosProfile(
     reload="copy startup-config flash:startup-config, then `configure replace flash:startup-config`",
     ztp=ZtpVariant(files="eos", entry="eos-ztp.sh", option_name="boot-file-name"),
     port_name=port_name,
+    lab_frr=lab_frr,
+    kernel_ifname=kernel_ifname,
 )
