@@ -34,7 +34,8 @@ def _pyavd() -> Any:
 
 
 def dump(sc: dict) -> str:
-    return yaml.safe_dump(sc, sort_keys=False, default_flow_style=False, width=120)
+    return yaml.dump(sc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
+                     default_flow_style=False, width=120)
 
 
 def validated(sc: dict, pyavd: Any | None = None) -> dict:
