@@ -12,7 +12,7 @@ import copy
 from collections.abc import Callable
 
 from railforge import nos
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 
 
 def lab_plan(plan: Plan) -> Plan:

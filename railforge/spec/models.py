@@ -223,8 +223,7 @@ class MediaRule(Strict):
 
 class Catalog(Strict):
     switches: dict[ModelName, CatalogSwitch] = Field(default_factory=dict)
-    """Switch models to add or override, by model name (the built-in catalog: QM9700, SN5600, TH5-128x400G, SN4700,
-    SN4600C, SN2201, 7060X6-64PE, 7060DX5-64S, 7050SX3-48YC8, 7010TX-48)."""
+    """Switch models to add or override, by model name (the built-in ones: `railforge/hardware/catalog.yaml`)."""
     media: dict[Label, list[MediaRule]] = Field(default_factory=dict)
     """Media rules per speed, overriding the catalog's."""
     orderable_lengths_m: list[Metres] = Field(default_factory=list, max_length=256)

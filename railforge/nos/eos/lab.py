@@ -1,5 +1,5 @@
 """The routing part of a generated EOS `structured_config.yaml` as an integrated frr.conf, so the lab boots EOS
-fabrics on the same FRR, through the same FRR model and template, as Cumulus fabrics (railforge/lab/nvue.py).
+fabrics on the same FRR, through the same FRR model and template, as Cumulus fabrics (railforge/lab/frr_model.py).
 
 Interface names become the Linux names the lab gives EOS ports (`kernel_ifname`: Ethernet3/5 is et3_5, as EOS
 names its own kernel devices). Only the keys the compute fabric's BGP uses are translated (peer groups with BFD
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from railforge.lab.nvue import TEMPLATES, Bfd, FrrConfig, Neighbor, PeerGroup, PrefixList, PrefixRule, RouteMap
+from railforge.lab.frr_model import Bfd, FrrConfig, Neighbor, PeerGroup, PrefixList, PrefixRule, RouteMap, frr_conf
+from railforge.nos.profile import TranslationError
 
 BGP_KEYS = {"as", "router_id", "maximum_paths", "peer_groups", "neighbors", "neighbor_interfaces",
             "address_family_ipv4"}
@@ -29,7 +30,7 @@ _PREFIX_ACTION = re.compile(r"(permit|deny) (\S+)(?: le (\d+))?")
 _MATCH = re.compile(r"ip address prefix-list (\S+)")
 
 
-class EosLabError(ValueError):
+class EosLabError(TranslationError):
     pass
 
 
@@ -105,7 +106,7 @@ def frr_config(sc: dict, where: str = "structured_config.yaml") -> FrrConfig:
 def frr_conf_text(structured_config: Path) -> str:
     try:
         sc = yaml.load(structured_config.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        return TEMPLATES.get_template("frr-from-nvue.conf.j2").render(c=frr_config(sc, str(structured_config)))
+        return frr_conf(frr_config(sc, str(structured_config)))
     except (KeyError, TypeError, AttributeError, yaml.YAMLError) as exc:
         raise EosLabError(f"{structured_config}: not an EOS structured_config.yaml the lab can read "
                           f"({exc!r})") from None

@@ -12,12 +12,12 @@ from typing import Any
 
 import yaml
 
-from railforge import outdir
-from railforge.nos.eos.profile import CONFIG, PROFILE, STRUCTURED
+from railforge.formats.output import Output, OutputError
+from railforge.nos.eos import CONFIG, PROFILE, STRUCTURED
 from railforge.nos.eos.structured import structured_config
-from railforge.output import Output, OutputError
-from railforge.plan import Plan
-from railforge.render.switch_model import build_models
+from railforge.plan import outdir
+from railforge.plan.model import Plan
+from railforge.plan.switch_model import build_models
 
 
 class AvdRejected(RuntimeError):

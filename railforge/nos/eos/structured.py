@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from railforge.output import OutputError
-from railforge.plan import Qos
-from railforge.render.switch_model import PEERLINK_VLAN, Interface, SwitchConfig
+from railforge.formats.output import OutputError
+from railforge.plan.model import Qos
+from railforge.plan.switch_model import PEERLINK_VLAN, Interface, SwitchConfig
 
 MGMT_VRF = "MGMT"
 MAX_MTU = 9214  # EOS `mtu` on an interface: 68-9214 (Arista's rbeapi and puppet-eos validate this range)

@@ -12,29 +12,29 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jinja2
 
-from railforge.nos.eos.profile import CONFIG
-
-if TYPE_CHECKING:
-    from railforge.ztp.credentials import Credentials
+from railforge.nos.eos import CONFIG
+from railforge.plan import outdir
+from railforge.plan.model import Device
+from railforge.provision.credentials import Credentials
+from railforge.provision.served import SECRET_MODE, ServedFile, url
+from railforge.ztp.render import ZtpError, read_generated, ztp_path
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
 )
 TEMPLATES.filters["q"] = shlex.quote
-ENTRY = "eos-ztp.sh"
 MAX_KEYS = 2  # EOS: `username ... ssh-key` and `ssh-key secondary`
 _ASN = re.compile(r"^router bgp (\d{1,10})$", re.MULTILINE)
 _GROUP = re.compile(r"^   neighbor ([A-Za-z0-9_.-]{1,64}) peer group$", re.MULTILINE)
 
-__all__ = ["CONFIG", "ENTRY", "EosZtpError", "script"]
 
 
-class EosZtpError(ValueError):
+class EosZtpError(ZtpError):
     pass
 
 
@@ -80,5 +80,14 @@ def credentials_cli(creds: Credentials, startup: str, pyavd: Any = None) -> str:
 
 
 def script(name: str, config_url: str, creds: Credentials, startup: str, pyavd: Any = None) -> str:
-    return TEMPLATES.get_template(f"{ENTRY}.j2").render(
+    return TEMPLATES.get_template("eos-ztp.sh.j2").render(
         name=name, config_url=config_url, credentials=credentials_cli(creds, startup, pyavd))
+
+
+def files(dev: Device, generated: Path, server: str, creds: Credentials) -> list[ServedFile]:
+    config = outdir.config_file(dev.name, CONFIG)
+    try:
+        text = script(dev.name, url(server, config), creds, read_generated(generated, config))
+    except EosZtpError as exc:
+        raise EosZtpError(f"{dev.name}: {exc}") from None
+    return [ServedFile(ztp_path(dev), text, SECRET_MODE)]

@@ -14,9 +14,11 @@ import subprocess
 import pytest
 import yaml
 
+from railforge import nos
 from railforge.lab.ifnames import lab_plan
 from railforge.lab.runner import frr_text
-from railforge.nos.eos.lab import EosLabError, frr_config, kernel_ifname
+from railforge.nos.eos.lab import EosLabError, frr_config
+from railforge.nos.profile import TranslationError
 from railforge.planner import build_plan
 from railforge.spec import load_spec
 from tests.conftest import ROOT, require_tool, run_cli
@@ -34,14 +36,23 @@ def generated(tmp_path_factory):
     return out
 
 
-def test_kernel_names():
+def kernel_ifname(port: str) -> str:
+    return nos.profile("eos").kernel_ifname(port)
+
+
+def test_kernel_names_through_the_profile_hook():
     assert [kernel_ifname(p) for p in ("Ethernet3/5", "Ethernet65", "Management1", "Vlan10")] == \
         ["et3_5", "et65", "ma1", "Vlan10"]
+    assert {p.name for p in nos.profiles() if p.kernel_ifname is not None} == {"eos"}
+
+
+def _plan():
+    spec, lines = load_spec(SPEC)
+    return build_plan(spec, lines, str(SPEC))
 
 
 def test_lab_plan_renames_every_eos_port_and_nothing_else():
-    spec, lines = load_spec(SPEC)
-    plan = build_plan(spec, lines, str(SPEC))
+    plan = _plan()
     lab = lab_plan(plan)
     assert lab is not plan
     for before, after in zip(plan.devices, lab.devices, strict=True):
@@ -57,9 +68,11 @@ def test_lab_plan_renames_every_eos_port_and_nothing_else():
 
 
 def test_translation_is_the_structured_config(generated):
-    path = generated / "configs" / "su001-leaf-r0" / "structured_config.yaml"
+    leaf = next(d for d in lab_plan(_plan()).devices if d.name == "su001-leaf-r0")
+    path = generated / "configs" / leaf.name / "structured_config.yaml"
     sc = yaml.safe_load(path.read_text())
-    frr = frr_text(path)
+    frr = frr_text(generated / "configs", leaf)
+    assert leaf.nos == "eos"
     bgp = sc["router_bgp"]
     assert f"router bgp {bgp['as']}" in frr and f"bgp router-id {bgp['router_id']}" in frr
     for n in bgp["neighbor_interfaces"]:
@@ -74,6 +87,7 @@ def test_translation_is_the_structured_config(generated):
 def test_what_the_lab_cannot_run_is_refused_by_name(generated):
     sc = yaml.safe_load((generated / "configs" / "su001-stor-leaf1a" / "structured_config.yaml").read_text())
     sc["router_bgp"]["address_family_evpn"] = {"peer_groups": [{"name": "SPINE", "activate": True}]}
+    assert issubclass(EosLabError, TranslationError)
     with pytest.raises(EosLabError, match="router_bgp: the lab cannot translate address_family_evpn"):
         frr_config(sc)
     sc = yaml.safe_load((generated / "configs" / "spine01" / "structured_config.yaml").read_text())

@@ -12,7 +12,7 @@ import yaml
 from railforge import nos
 from railforge.hardware.catalog import builtin_catalog, ports_at
 from railforge.nos.eos.structured import speed
-from railforge.render.switch_model import Interface
+from railforge.plan.switch_model import Interface
 from tests.conftest import ROOT, run_cli
 
 EOS_MODELS = ("7060X6-64PE", "7060DX5-64S", "7050SX3-48YC8", "7010TX-48")

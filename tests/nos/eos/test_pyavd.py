@@ -14,9 +14,9 @@ import pytest
 
 from railforge.nos.eos.render import AvdRejected, validated
 from railforge.nos.eos.structured import structured_config
-from railforge.plan import Device, Plan
+from railforge.plan.model import Device, Plan
+from railforge.plan.switch_model import build_models
 from railforge.planner import build_plan
-from railforge.render.switch_model import build_models
 from railforge.spec import load_spec
 from tests.conftest import ROOT
 from tests.nos.eos.cli import blocks, nested, section

@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 from railforge.nos.eos.structured import structured_config
+from railforge.nos.sonic import render as sonic
+from railforge.plan.switch_model import build_models
 from railforge.planner import build_plan
-from railforge.render import sonic
-from railforge.render.switch_model import build_models
 from railforge.spec.models import ClusterSpec
 from tests.conftest import ROOT
 from tests.nos.eos.cli import blocks, nested, section
