@@ -1,7 +1,7 @@
 """Arista EOS: ports are named as EOS names them, management is Management1; per switch an AVD structured
 configuration and the startup-config Arista's `pyavd` renders from it (`structured.py`, `render.py`), ZTP by a
-script on DHCP option 67 (`ztp.py`), and the lab's translation of the structured configuration into frr.conf with
-EOS's own Linux port names (`lab.py`).
+script on DHCP option 67 (`ztp.py`), the planning check of EOS's MTU range (`checks.py`), and the lab's translation
+of the structured configuration into frr.conf with EOS's own Linux port names (`lab.py`).
 
 Port names: EOS names an interface of a fixed switch by its front-panel port and, on a port with more than one
 electrical lane (QSFP, QSFP-DD, OSFP), by the first lane it uses: an OSFP cage numbered 1 exposes Ethernet1/1 ..
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from railforge.plan.model import Device, Plan
     from railforge.provision.credentials import Credentials
     from railforge.provision.served import ServedFile
+    from railforge.spec.models import ClusterSpec
 
 CONFIG = "startup-config"
 STRUCTURED = "structured_config.yaml"
@@ -32,6 +33,12 @@ def port_name(cage: int, sub: int, split: int, lanes: int) -> str:
     if lanes <= 1:
         return f"Ethernet{cage + 1}"
     return f"Ethernet{cage + 1}/{sub * (lanes // split) + 1}"
+
+
+def check_mtu(spec: ClusterSpec, devices: list[Device]) -> None:
+    from railforge.nos.eos import checks
+
+    checks.check_mtu(spec, devices)
 
 
 def write_configs(plan: Plan, out: Output) -> None:
@@ -69,6 +76,7 @@ PROFILE = NosProfile(
     boot_config=STRUCTURED,
     reload="copy startup-config flash:startup-config, then `configure replace flash:startup-config`",
     port_name=port_name,
+    plan_checks=(check_mtu,),
     renderer=Renderer("eos", "Arista EOS AVD structured_config.yaml and the startup-config pyavd renders, per EOS "
                       "switch", write_configs),
     ztp=ZtpVariant(entry="eos-ztp.sh", option_name="boot-file-name", files=ztp_files),

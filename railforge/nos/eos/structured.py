@@ -14,12 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from railforge.formats.output import OutputError
 from railforge.plan.model import Qos
 from railforge.plan.switch_model import PEERLINK_VLAN, Interface, SwitchConfig
 
 MGMT_VRF = "MGMT"
-MAX_MTU = 9214  # EOS `mtu` on an interface: 68-9214 (Arista's rbeapi and puppet-eos validate this range)
 VARP_MAC = "00:00:5e:00:01:01"
 PEERLINK_PO = 2000
 PEER_GROUP_MLAG = "MLAG"
@@ -32,10 +30,6 @@ DSCP_PER_LINE = 8
 # EOS speeds that name their lane count (the `speed` values of AVD's eos_cli_config_gen schema)
 LANE_SPEEDS = frozenset({"40g-4", "50g-1", "50g-2", "100g-1", "100g-2", "100g-4", "200g-1", "200g-2", "200g-4",
                          "400g-2", "400g-4", "400g-8", "800g-4", "800g-8"})
-
-
-class EosPlanError(OutputError):
-    """The plan asks for something EOS cannot do: nothing is written, and the message names the spec field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,16 +278,8 @@ def qos(q: Qos) -> dict:
     return {"qos": {"map": {"dscp": lines}}, "priority_flow_control": {"watchdog": {"action": "drop"}}}
 
 
-def check(sw: SwitchConfig) -> None:
-    if sw.mtu > MAX_MTU:
-        raise EosPlanError(f"{sw.hostname}: qos.switch_mtu {sw.mtu} is above the {MAX_MTU} bytes EOS takes on an "
-                           f"interface (`mtu` 68-{MAX_MTU}); set qos.switch_mtu: {MAX_MTU} for a fabric with EOS "
-                           "switches")
-
-
 def structured_config(sw: SwitchConfig) -> dict:
     """The AVD structured configuration of `sw`, in AVD's key order for readability."""
-    check(sw)
     unnumbered = any(n.address is None and n.peer_group != "PEER" for n in sw.neighbors)
     sc: dict = {"hostname": sw.hostname, "service_routing_protocols_model": "multi-agent"}
     sc["metadata"] = {"platform": sw.model, "fabric_name": sw.fabric}

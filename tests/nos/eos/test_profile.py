@@ -75,12 +75,36 @@ def _spec(tmp_path: Path, **qos: int) -> Path:
     return path
 
 
-def test_an_mtu_eos_cannot_take_is_refused_by_field(tmp_path):
+def test_an_mtu_eos_cannot_take_is_refused_by_validate_at_its_field(tmp_path):
+    path = _spec(tmp_path, switch_mtu=9216)
+    line = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if "switch_mtu" in text)
+    proc = run_cli("validate", str(path), check=False)
+    assert proc.returncode == 2, proc.stderr
+    errors = [x for x in proc.stderr.splitlines() if x.startswith("error")]
+    assert errors == [f"error {path}:{line}: qos.switch_mtu: 9216 is above the 9214 bytes Arista EOS takes on an "
+                      "interface (`mtu` 68-9214), and 19 switches run EOS (compute, oob, storage; e.g. su001-leaf-r0); "
+                      "set qos.switch_mtu to 9214 or less (qos.host_mtu at most that too)"], proc.stderr
     out = tmp_path / "out"
-    proc = run_cli("build", str(_spec(tmp_path, switch_mtu=9216)), "--out", str(out), "--only", "eos", check=False)
-    assert proc.returncode == 1, proc.stderr
-    assert "qos.switch_mtu 9216" in proc.stderr and "qos.switch_mtu: 9214" in proc.stderr
-    assert "Traceback" not in proc.stderr and not (out / "configs").exists()
+    proc = run_cli("build", str(path), "--out", str(out), check=False)
+    assert proc.returncode == 2 and "qos.switch_mtu: 9216" in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists()
+    assert run_cli("validate", str(_spec(tmp_path, switch_mtu=9214, host_mtu=9000)), check=False).returncode == 0
+
+
+@pytest.mark.parametrize(("oob_nos", "refused"), [("eos", True), ("cumulus", False)])
+def test_one_eos_fabric_bounds_the_mtu(tmp_path, oob_nos, refused):
+    """A Cumulus fabric whose OOB switches alone run EOS is refused at 9216; the same spec all Cumulus is not."""
+    spec = yaml.safe_load((ROOT / "tests" / "specs" / "configs-cumulus.yaml").read_text())
+    spec["qos"] = {"switch_mtu": 9216}
+    spec["oob"]["nos"] = oob_nos
+    for model in spec["catalog"]["switches"].values():
+        model["nos"].append("eos")
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    proc = run_cli("validate", str(path), check=False)
+    assert proc.returncode == (2 if refused else 0), proc.stderr
+    assert ("qos.switch_mtu: 9216 is above the 9214 bytes Arista EOS" in proc.stderr) == refused
+    assert ("switches run EOS (oob; " in proc.stderr) == refused
 
 
 def test_without_pyavd_the_build_says_how_to_get_it(tmp_path):
