@@ -98,11 +98,13 @@ class ZtpVariant:
 
 @dataclass(frozen=True, slots=True)
 class LldpTable:
-    """The OS's own text LLDP neighbour table (lldpd's JSON is read for every OS): `title` names it in help text,
-    `parse(text, device, names, source)` reads one device's table."""
+    """The OS's own LLDP neighbour table (lldpd's JSON is read for every OS): `title` names it in help text,
+    `parse(text, device, names, source)` reads one device's table; `json`: the table is a JSON document (EOS's
+    `| json`), read for a JSON file that is not lldpd's."""
 
     title: str
     parse: Callable[[str, str, PlanNames, str], Observation]
+    json: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """Arista EOS: ports are named as EOS names them, management is Management1; per switch an AVD structured
 configuration and the startup-config Arista's `pyavd` renders from it (`structured.py`, `render.py`), ZTP by a
-script on DHCP option 67 (`ztp.py`), the planning check of EOS's MTU range (`checks.py`), and the lab's translation
-of the structured configuration into frr.conf with EOS's own Linux port names (`lab.py`).
+script on DHCP option 67 (`ztp.py`), the planning check of EOS's MTU range (`checks.py`), the lab's translation
+of the structured configuration into frr.conf with EOS's own Linux port names (`lab.py`), and EOS's LLDP table
+`show lldp neighbors | json` (`lldp.py`).
 
 Port names: EOS names an interface of a fixed switch by its front-panel port and, on a port with more than one
 electrical lane (QSFP, QSFP-DD, OSFP), by the first lane it uses: an OSFP cage numbered 1 exposes Ethernet1/1 ..
@@ -16,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from railforge.nos.profile import NosProfile, Renderer, ZtpVariant
+from railforge.nos.profile import LldpTable, NosProfile, Renderer, ZtpVariant
 
 if TYPE_CHECKING:
     from railforge.formats.output import Output
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from railforge.provision.credentials import Credentials
     from railforge.provision.served import ServedFile
     from railforge.spec.models import ClusterSpec
+    from railforge.verify.names import PlanNames
+    from railforge.verify.observed import Observation
 
 CONFIG = "startup-config"
 STRUCTURED = "structured_config.yaml"
@@ -39,6 +42,12 @@ def check_mtu(spec: ClusterSpec, devices: list[Device]) -> None:
     from railforge.nos.eos import checks
 
     checks.check_mtu(spec, devices)
+
+
+def parse_lldp_json(text: str, device: str, names: PlanNames, source: str = "") -> Observation:
+    from railforge.nos.eos import lldp
+
+    return lldp.parse_neighbors(text, device, names, source)
 
 
 def write_configs(plan: Plan, out: Output) -> None:
@@ -82,4 +91,5 @@ PROFILE = NosProfile(
     ztp=ZtpVariant(entry="eos-ztp.sh", option_name="boot-file-name", files=ztp_files),
     lab_frr=lab_frr,
     kernel_ifname=kernel_ifname,
+    lldp_table=LldpTable("EOS 'show lldp neighbors | json'", parse_lldp_json, json=True),
 )
