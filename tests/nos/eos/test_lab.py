@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -25,6 +26,7 @@ from tests.conftest import ROOT, require_tool, run_cli
 
 SPEC = ROOT / "tests" / "specs" / "configs-eos-mlag.yaml"
 PREFIX = "rfe-"
+PREFIX_RUN = Path(f"/run/railforge-lab/{PREFIX}configs-eos-mlag")
 TOOLS = ("root", "/usr/lib/frr/zebra", "/usr/lib/frr/bgpd", "/usr/lib/frr/bfdd", "vtysh", "lldpd", "lldpcli",
          "ping", "tc")
 
@@ -118,3 +120,45 @@ def test_eos_fabric_converges_in_the_lab(generated, tmp_path):
         assert devices == {"et5_1", "et6_1", "et7_1", "et8_1"}
     finally:
         run_cli("lab", "down", str(SPEC), "--out", str(generated), "--prefix", PREFIX, check=False)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_eos_lab_grows_by_an_su_without_a_reset(tmp_path):
+    """`lab grow` on an EOS fabric (the MLAG spec sized for 3 SUs, 2 running, grown to 3): the running spines get the
+    translation of their new structured config through frr-reload.py (no session reset, no ping between the running
+    SUs lost), the third SU comes up and is reachable, and `lab check` is green on the grown build."""
+    require_tool(*TOOLS, "/usr/lib/frr/frr-reload.py")
+    data = yaml.safe_load(SPEC.read_text())
+    assert data["scalable_units"] == {"count": 2, "max": 2, "nodes_per_su": 4}
+    specs = {}
+    for count in (2, 3):
+        data["scalable_units"].update(count=count, max=3)
+        (tmp_path / f"spec{count}").mkdir()
+        specs[count] = tmp_path / f"spec{count}" / "cluster.yaml"
+        specs[count].write_text(yaml.safe_dump(data, sort_keys=False))
+        run_cli("build", str(specs[count]), "--out", str(tmp_path / f"g{count}"), "--only", "plan,eos")
+    two, three = tmp_path / "g2", tmp_path / "g3"
+    lab = ("--prefix", PREFIX)
+    try:
+        run_cli("lab", "up", str(specs[2]), "--out", str(two), *lab, "--wait", "90")
+        proc = run_cli("lab", "grow", str(specs[2]), "--to", str(three), "--out", str(two), *lab, "--json",
+                       str(tmp_path / "grow.json"), check=False)
+        grow = json.loads((tmp_path / "grow.json").read_text())
+        print(f"EOS lab grow: {json.dumps(grow)}")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        plan = lab_plan(build_plan(*load_spec(specs[3]), str(specs[3])))
+        spines = [d for d in plan.devices if d.role == "spine" and d.fabric == "compute"]
+        assert grow["reloaded_switches"] == len(spines) and grow["sessions_reset"] == []
+        assert grow["sessions_kept"] == grow["sessions_before"] > 0 and grow["sessions_new"] > 0
+        assert grow["pings_sent"] > 0 and grow["pings_lost"] == 0
+        assert grow["new_su_pairs"] > 0 and grow["new_su_unreachable"] == []
+        running = (PREFIX_RUN / spines[0].name / "frr.conf").read_text()
+        assert running == frr_text(three / "configs", spines[0])
+        check = run_cli("lab", "check", str(specs[3]), "--out", str(three), *lab, "--json",
+                        str(tmp_path / "c.json"), check=False)
+        rows = json.loads((tmp_path / "c.json").read_text())["rows"]
+        assert check.returncode == 0, [r for r in rows if not r["ok"]][:5]
+    finally:
+        run_cli("lab", "down", str(specs[3]), "--out", str(three), *lab, check=False)
+        run_cli("lab", "down", str(specs[2]), "--out", str(two), *lab, check=False)
