@@ -3,6 +3,9 @@ name them, speeds AVD's schema knows for every breakout the catalog offers, and 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyavd
@@ -117,6 +120,18 @@ def test_without_pyavd_the_build_says_how_to_get_it(tmp_path):
     assert proc.returncode == 1
     assert "pip install 'railforge[eos]'" in proc.stderr and "Traceback" not in proc.stderr
     assert not (out / "configs").exists()
+
+
+def test_without_pyavd_the_pyavd_tests_fail_and_never_skip(tmp_path):
+    """CI installs pyavd with the dev extra (./tasks test); were it missing, these tests must fail, not skip."""
+    fake = tmp_path / "site"
+    (fake / "pyavd").mkdir(parents=True)
+    (fake / "pyavd" / "__init__.py").write_text("raise ImportError('not installed here')\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only",
+                           "tests/nos/eos/test_pyavd.py", "tests/nos/eos/test_vs_sonic.py"], cwd=ROOT,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(fake), "CI": "true"})
+    assert proc.returncode != 0 and "not installed here" in proc.stdout, proc.stdout[-2000:]
+    assert "2 errors" in proc.stdout and "skipped" not in proc.stdout
 
 
 @pytest.mark.parametrize("field", ["mgmt_port", "boot_config"])
