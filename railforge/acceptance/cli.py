@@ -32,7 +32,7 @@ from railforge.plan.tables import PlanIndex
 
 acceptance_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 ClusterArg = Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")]
-OutOpt = Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")]
+OutOpt = Annotated[Path | None, typer.Option(help="generated folder (default: the cluster's generated/)")]
 
 
 def _err(msg: str, code: int = 2) -> typer.Exit:
@@ -68,7 +68,7 @@ def hms(seconds: int) -> str:
 def plan_cmd(
     cluster: ClusterArg,
     out: OutOpt = None,
-    to: Annotated[Path | None, typer.Option(help="folder to write (default: <generated>/acceptance)")] = None,
+    to: Annotated[Path | None, typer.Option(help="folder to write (default: generated/acceptance)")] = None,
     confidence: Annotated[float, typer.Option(min=0.5, max=0.999999,
                                               help="chance that ECMP flows cross every upper cable")] = 0.99,
     pair_seconds: Annotated[int, typer.Option(min=1, help="ib_write_bw duration per pair test")] = 30,
@@ -146,7 +146,7 @@ def analyze(
     cluster: ClusterArg,
     results: Annotated[Path, typer.Argument(help="results folder the jobs wrote (round-NN/, nccl/, dcgm/)")],
     out: OutOpt = None,
-    acceptance: Annotated[Path | None, typer.Option(help="acceptance folder (default: <generated>/acceptance)")]
+    acceptance: Annotated[Path | None, typer.Option(help="acceptance folder (default: generated/acceptance)")]
     = None,
     min_gbps: Annotated[float | None, typer.Option(min=0.0, help="pair pass threshold in Gb/s (default: the "
                                                    "plan's, from link speed and oversubscription)")] = None,
@@ -218,7 +218,7 @@ def lab_run(
     lab: Annotated[str, typer.Option(help="prefix of the running lab")],
     out: OutOpt = None,
     acceptance: Annotated[Path | None, typer.Option(help="acceptance folder planned with --lab (default: "
-                                                    "<generated>/acceptance)")] = None,
+                                                    "acceptance/ in the generated folder)")] = None,
     seconds: Annotated[float, typer.Option(min=0.5, max=600, help="iperf3 seconds per test")] = 2.0,
     rate: Annotated[str, typer.Option(help="iperf3 -b rate per test")] = "100M",
     pin_paths: Annotated[bool, typer.Option(help="choose each test's TCP ports so its flows take one path the lab's "

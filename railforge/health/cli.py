@@ -30,7 +30,7 @@ def _listen(text: str) -> tuple[str, int]:
 @health_app.command("serve")
 def serve_cmd(
     cluster: Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")],
-    out: Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")] = None,
+    out: Annotated[Path | None, typer.Option(help="generated folder (default: the cluster's generated/)")] = None,
     listen: Annotated[str, typer.Option(help="HOST:PORT for Alertmanager's webhook (POST /alerts)")]
     = "127.0.0.1:9777",
     state_dir: Annotated[Path, typer.Option(help="state.json, actions.log and workorders/ go here")]

@@ -95,8 +95,10 @@ def _changes_table(title: str, changes: list[Change], limit: int = 200) -> Table
 def push(build: BuildArg, netbox: NetBoxOpt = None, nautobot: NautobotOpt = None, token_file: TokenFileOpt = None,
          workers: WorkersOpt = 4,
          apply_changes: Annotated[bool, typer.Option(
+             "--apply-changes", show_default=False,
              help="also change objects railforge owns that differ from the plan (re-terminate, move)")] = False,
-         dry_run: Annotated[bool, typer.Option(help="show what would be written, write nothing")] = False) -> None:
+         dry_run: Annotated[bool, typer.Option(
+             "--dry-run", show_default=False, help="show what would be written, write nothing")] = False) -> None:
     """Create in NetBox or Nautobot everything of the plan that is missing. Exit 0 done, 1 refused (owned objects
     differ from the plan: a renumbering or a hand edit), 2 on bad input or an API error."""
     out, err = Console(soft_wrap=True, highlight=False), Console(stderr=True, soft_wrap=True, highlight=False)
