@@ -22,8 +22,10 @@ health_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc_
 
 def _listen(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
-    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise typer.BadParameter(f"--listen must be HOST:PORT, not {text!r}")
+    if not host or not port.isascii() or not port.isdigit() or not 0 <= int(port) <= 65535:
+        Console(stderr=True, soft_wrap=True).print(show.line(
+            "error", "red", f"--listen {show.plain(text)}: want HOST:PORT with a port 0-65535, such as 127.0.0.1:9777"))
+        raise typer.Exit(2)
     return host, int(port)
 
 

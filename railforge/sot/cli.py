@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from railforge.change.sides import ChangeInputError, read_side
+from railforge.cli import show
 from railforge.sot.desired import desired
 from railforge.sot.nautobot import Nautobot
 from railforge.sot.netbox import NetBox
@@ -109,14 +110,14 @@ def push(build: BuildArg, netbox: NetBoxOpt = None, nautobot: NautobotOpt = None
         result = nb.push(desired(plan), apply_changes=apply_changes, dry_run=dry_run)
     except Refused as e:
         err.print(_changes_table("owned objects that differ from the plan", e.changes))
-        err.print(f"railforge sot push: {escape(str(e))}")
+        err.print(show.line("error", "red", str(e)))
         raise typer.Exit(1) from None
     except SotError as e:
-        err.print(f"railforge sot push: {escape(str(e))}")
+        err.print(show.line("error", "red", str(e)))
         raise typer.Exit(2) from None
     took = time.monotonic() - started
     for note in nb.notes:
-        err.print(f"railforge sot push: note: {escape(note)}")
+        err.print(show.line("note", "yellow", note))
     verb = "would write" if dry_run else "wrote"
     created = ", ".join(f"{n} {cls}" for cls, n in result.created.items()) or "nothing new"
     out.print(f"{nb.product} {escape(version)}: {verb} {result.writes} objects in {took:.1f} s ({escape(created)})")
@@ -133,10 +134,10 @@ def diff_cmd(build: BuildArg, netbox: NetBoxOpt = None, nautobot: NautobotOpt = 
         nb.check()
         changes = nb.drift(desired(plan))
     except SotError as e:
-        err.print(f"railforge sot diff: {escape(str(e))}")
+        err.print(show.line("error", "red", str(e)))
         raise typer.Exit(2) from None
     for note in nb.notes:
-        err.print(f"railforge sot diff: note: {escape(note)}")
+        err.print(show.line("note", "yellow", note))
     if not changes:
         out.print(f"{nb.product} holds {escape(plan.cluster.name)} exactly as planned")
         return
