@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
 
+import pynautobot
+import pynetbox
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -15,10 +17,11 @@ from rich.table import Table
 
 from railforge.change.sides import ChangeInputError, read_side
 from railforge.cli import show
+from railforge.inputs import shown
 from railforge.sot.desired import desired
 from railforge.sot.nautobot import Nautobot
 from railforge.sot.netbox import NetBox
-from railforge.sot.sync import Change, Refused, SotError
+from railforge.sot.sync import RESUME, Change, Refused, SotError
 
 sot_app = typer.Typer(add_completion=False, no_args_is_help=True,
                       help="Push the plan into NetBox or Nautobot and report drift (`sot push`, `sot diff`).")
@@ -81,6 +84,21 @@ def _client(build: Path, netbox: str | None, nautobot: str | None, token_file: P
                                workers=workers)
 
 
+UNEXPECTED = (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError, pynetbox.ContentError,
+              pynautobot.ContentError)
+"""What pynetbox/pynautobot raise on a well-formed answer of the wrong shape (no `count`, a list for an object,
+100,000 `[`): the server is not the product's API, or not a version railforge reads."""
+
+
+def _unexpected(netbox: str | None, nautobot: str | None, exc: Exception, resume: str = "") -> str:
+    if os.environ.get("RAILFORGE_DEBUG"):
+        raise exc
+    product, url = ("NetBox", netbox) if netbox is not None else ("Nautobot", nautobot)
+    return (f"{product} at {url} answered, but not what the {product} API answers ({type(exc).__name__}: "
+            f"{shown(str(exc), 80)}): check that the URL is the {product} server itself, not a proxy or another "
+            f"service{resume}")
+
+
 def _changes_table(title: str, changes: list[Change], limit: int = 200) -> Table:
     table = Table(title=escape(title), title_justify="left")
     for col in ("change", "object", "name", "detail"):
@@ -115,6 +133,9 @@ def push(build: BuildArg, netbox: NetBoxOpt = None, nautobot: NautobotOpt = None
     except SotError as e:
         err.print(show.line("error", "red", str(e)))
         raise typer.Exit(2) from None
+    except UNEXPECTED as e:
+        err.print(show.line("error", "red", _unexpected(netbox, nautobot, e, RESUME)))
+        raise typer.Exit(2) from None
     took = time.monotonic() - started
     for note in nb.notes:
         err.print(show.line("note", "yellow", note))
@@ -135,6 +156,9 @@ def diff_cmd(build: BuildArg, netbox: NetBoxOpt = None, nautobot: NautobotOpt = 
         changes = nb.drift(desired(plan))
     except SotError as e:
         err.print(show.line("error", "red", str(e)))
+        raise typer.Exit(2) from None
+    except UNEXPECTED as e:
+        err.print(show.line("error", "red", _unexpected(netbox, nautobot, e)))
         raise typer.Exit(2) from None
     for note in nb.notes:
         err.print(show.line("note", "yellow", note))
