@@ -105,7 +105,7 @@ def init(
     name: Annotated[str | None, typer.Option(help="cluster name (default: the folder's name)")] = None,
 ) -> None:
     """Write FOLDER/cluster.yaml: a small complete spec to edit into your cluster (never overwrites)."""
-    from railforge.spec.starter import StarterError, write_starter
+    from railforge.spec.starter import SCHEMA_FILE, StarterError, reference_doc, write_starter
 
     try:
         path = write_starter(folder, name)
@@ -113,7 +113,8 @@ def init(
         say_error(str(exc))
         raise typer.Exit(2) from None
     Console(highlight=False).print(Text(show.plain(
-        f"wrote {path}\nnext: edit it (every key: docs/spec/reference.md), then\n"
+        f"wrote {path} and {SCHEMA_FILE} beside it (editors complete and check the spec through the schema line "
+        f"at its top)\nnext: edit it (every key, its type, range and an example: {reference_doc()}), then\n"
         f"  railforge validate {path}\n  railforge build {path}", newlines=True)))
 
 

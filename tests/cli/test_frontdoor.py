@@ -11,8 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 import typer
+import yaml
 from typer.testing import CliRunner
 
 from railforge.cli.main import COMMANDS, WORK_ORDER, app
@@ -55,10 +57,19 @@ def test_init_writes_the_starter_that_validates_and_builds(tmp_path):
     assert proc.returncode == 0, proc.stderr
     spec = folder / "cluster.yaml"
     text = spec.read_text()
-    assert "\nname: acme-pod1\n" in text and "yaml-language-server" not in text
+    assert "\nname: acme-pod1\n" in text
     expected = [line for line in MINIMAL.read_text().splitlines() if "yaml-language-server" not in line]
-    assert text.splitlines() == [line.replace("my-cluster", "acme-pod1") if line.startswith("name:") else line
-                                 for line in expected]
+    assert text.splitlines() == ["# yaml-language-server: $schema=cluster.schema.json"] + [
+        line.replace("my-cluster", "acme-pod1") if line.startswith("name:") else line for line in expected]
+    # the schema the line names is beside it (a pip-installed user has no docs/schemas/), and it checks the spec
+    schema = json.loads((folder / "cluster.schema.json").read_text())
+    assert schema == json.loads((ROOT / "docs" / "schemas" / "cluster.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    assert list(validator.iter_errors(yaml.safe_load(text))) == []
+    assert list(validator.iter_errors({**yaml.safe_load(text), "nmae": "x"}))
+    said = " ".join(proc.stdout.split())
+    assert "cluster.schema.json beside it" in said and "railforge validate" in said
+    assert all(Path(w.rstrip("),")).exists() for w in said.split() if w.endswith(("reference.md),", ".md")))
     assert rf("validate", str(spec), cwd=tmp_path).returncode == 0
     build = rf("build", str(spec), cwd=tmp_path)
     assert build.returncode == 0, build.stderr
