@@ -243,8 +243,7 @@ class PowerFigures(Strict):
 
 class Catalog(Strict):
     switches: dict[ModelName, CatalogSwitch] = Field(default_factory=dict)
-    """Switch models to add or override, by model name (the built-in catalog: QM9700, SN5600, TH5-128x400G, SN4700,
-    SN4600C, SN2201)."""
+    """Switch models to add or override, by model name (the built-in ones: `railforge/hardware/catalog.yaml`)."""
     media: dict[Label, list[MediaRule]] = Field(default_factory=dict)
     """Media rules per speed, overriding the catalog's."""
     orderable_lengths_m: list[Metres] = Field(default_factory=list, max_length=256)
@@ -362,7 +361,7 @@ class ComputeFabric(Strict):
     mode: Literal["clos", "rail-plane"] = "clos"
     """3-tier shape: 'clos' (pods of SUs) or 'rail-plane' (one spine plane per rail, super-spines join the planes)."""
     nos: AnyNos | None = None
-    """Switch OS: 'sonic' or 'cumulus' (RoCE), 'mlnx-os' (InfiniBand, the default there)."""
+    """Switch OS: an Ethernet OS for RoCE (default 'sonic'), 'mlnx-os' for InfiniBand (the default there)."""
     leaf: SwitchChoice
     """Leaf switch model."""
     spine: SwitchChoice
@@ -379,9 +378,9 @@ class ComputeFabric(Strict):
 
 class StorageFabric(Strict):
     nos: StorageNos | None = None
-    """Switch OS of the storage fabric: 'cumulus' or 'sonic'. Default: compute.nos when it is an Ethernet OS that runs
-    on the storage leaf and spine models (one OS to run, one toolchain), else 'cumulus' where those models run it,
-    else the first OS the leaf model runs."""
+    """Switch OS of the storage fabric (an Ethernet OS). Default: compute.nos when it is an Ethernet OS that runs on
+    the storage leaf and spine models (one OS to run, one toolchain), else 'cumulus' where those models run it, else
+    the first OS the leaf model runs."""
     leaf: SwitchChoice
     """Storage leaf switch model."""
     spine: SwitchChoice
@@ -409,7 +408,7 @@ def check_oob_vlan(v: int) -> int:
 
 class OobFabric(Strict):
     nos: OobNos | None = None
-    """Switch OS of the out-of-band fabric: 'cumulus' or 'sonic'. Default: as for storage.nos (compute.nos when the OOB
+    """Switch OS of the out-of-band fabric (an Ethernet OS). Default: as for storage.nos (compute.nos when the OOB
     leaf and spine models run it)."""
     leaf: SwitchChoice
     """OOB leaf model (every BMC and switch management port goes to an OOB leaf in its row)."""
