@@ -82,8 +82,9 @@ class NodeHardware:
 
 @dataclass
 class SlurmClusterConfig:
-    """Names and ports unique to one user of the machine, and the hardware every slurmd reports (required to start
-    slurmd). `overrides` sets slurm.conf keys after the local ones."""
+    """Names and ports unique to one user of the machine, and the hardware every slurmd reports (default: exactly
+    what its node line declares, so the registration check runs but says nothing about the plan's numbers).
+    `overrides` sets slurm.conf keys after the local ones."""
 
     node: NodeHardware | None = None
     prefix: str = "i26"
@@ -153,6 +154,7 @@ class SlurmCluster:
         self.nodes: list[str] = []
         self.cluster_name = ""
         self.admin_account = "root"
+        self.hardware = self.cfg.node
         self.with_slurmd = True
         self.slurmctld_seconds = 0.0
 
@@ -181,6 +183,11 @@ class SlurmCluster:
                     link.symlink_to(so)
         text = (self.source / "slurm.conf").read_text()
         self.cluster_name = re.search(r"^ClusterName=(\S+)", text, re.M).group(1)
+        if self.hardware is None:
+            line = re.search(r"^NodeName=.*", text, re.M).group(0)
+            keys = dict(re.findall(r"(\w+)=(\S+)", line))
+            self.hardware = NodeHardware(int(keys["Sockets"]), int(keys["CoresPerSocket"]),
+                                         int(keys.get("ThreadsPerCore", "1")), int(keys["RealMemory"]))
         allowed = re.search(r"^PartitionName=\S+ .*Default=YES.* AllowAccounts=([^,\s]+)", text, re.M)
         self.admin_account = allowed.group(1) if allowed else "root"
         if len(self.nodes) > len(self.hosts) - 1:
@@ -364,9 +371,7 @@ class SlurmCluster:
 
     def node_env(self, memtotal_mib: int | None = None) -> dict:
         """The environment a slurmd (and `slurmd -C`) runs in: the configured server's CPU topology and memory."""
-        hw = self.cfg.node
-        if hw is None:
-            raise SlurmHarnessError("SlurmClusterConfig.node is required to run slurmd: the hardware it reports")
+        hw = self.hardware
         return {**self.env, "LD_PRELOAD": str(self._memory_shim()),
                 "RAILFORGE_NODE_MEMTOTAL_MIB": str(hw.memtotal_mib if memtotal_mib is None else memtotal_mib),
                 "HWLOC_SYNTHETIC": f"pack:{hw.sockets} core:{hw.cores_per_socket} pu:{hw.threads_per_core}"}
