@@ -9,7 +9,8 @@ from pathlib import Path
 
 from pulumi.errors import RunError
 
-SUPPORTED_SCHEMA_VERSIONS = (1, 2)  # 2 renamed fields of switches (platform, hwsku) this stack does not read
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)  # 2 renamed fields of switches (platform, hwsku), 3 changed the links' parts and
+# added power facts: none of them is read by this stack
 
 
 class PlanError(ValueError, RunError):

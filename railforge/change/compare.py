@@ -21,7 +21,7 @@ BREAKING = ("removed", "renumbered", "re-labelled", "re-cabled", "moved", "chang
 PLACE_FIELDS = ("rack", "u")
 NUMBER_FIELDS = ("asn", "loopback", "mgmt_address")
 OTHER_FIELDS = ("role", "fabric", "model", "nos", "su", "slot", "rail", "group", "plane", "mlag_peer")
-CABLE_FIELDS = ("fabric", "tier", "speed_mbps", "media", "part", "length_m")
+CABLE_FIELDS = ("fabric", "tier", "speed_mbps", "media", "part", "a_module", "b_module", "assembly", "length_m")
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,13 +53,43 @@ def check_growth(plan: Plan, target: Path, spec: Path, option: str) -> None:
     counts = Counter((i.kind, i.action) for i in breaking)
     examples = "\n".join(f"  {i.kind} {i.action}: {i.subject}: {i.old} -> {i.new or '(gone)'}"
                          for i in _spread(breaking))
+    hints = "".join(f"{h}\n" for h in default_changes(old, plan))
     raise Refused(
         f"this build would change what already exists in {target} (the plan of {old.cluster.sus} SUs, designed for "
         f"{old.cluster.max_sus}; the new one has {plan.cluster.sus} of {plan.cluster.max_sus}): "
-        f"{summarise(counts)}. For example:\n{examples}\n"
+        f"{summarise(counts)}. For example:\n{examples}\n{hints}"
         f"Nothing was written. See every change and the work order with:\n"
         f"  railforge build {spec} --out NEW && railforge diff {target} NEW\n"
         f"Grow within scalable_units.max to only add; {hint}.")
+
+
+def _first_loopback(plan: Plan) -> int | None:
+    """The loopback pool's network address when some switch's loopback is that address, else None."""
+    pool = next((p for p in plan.pools if p.name == "loopbacks"), None)
+    if pool is None:
+        return None
+    network = pool.prefix.split("/")[0]
+    return next((1 for d in plan.devices if d.loopback and d.loopback.split("/")[0] == network), None)
+
+
+def default_changes(old: Plan, new: Plan) -> list[str]:
+    """How to keep what an earlier railforge chose by default and this one chooses otherwise, when the refused
+    change is that: loopbacks from the pool's network address (addressing.loopback_offset: 0), Cumulus on the
+    storage or OOB switches of a spec that names no OS for them (storage.nos, oob.nos)."""
+    out = []
+    if _first_loopback(old) and not _first_loopback(new):
+        out.append("The plan there numbers loopbacks (and BGP router-ids) from the pool's network address, as "
+                   "railforge did before addressing.loopback_offset existed; this railforge starts at the first host "
+                   "address. To keep the addresses the cluster runs with, add `loopback_offset: 0` under `addressing:` "
+                   "in the spec.")
+    was = {(d.fabric, d.nos) for d in old.devices if d.fabric in ("storage", "oob") and d.nos}
+    now = {(d.fabric, d.nos) for d in new.devices if d.fabric in ("storage", "oob") and d.nos}
+    for fabric, nos in sorted(was - now):
+        if any(f == fabric for f, _ in now):
+            out.append(f"The {fabric} switches there run {nos}; a spec that names no `{fabric}.nos` now gets the "
+                       f"compute fabric's OS where the models run it. To keep them, add `nos: {nos}` under `{fabric}:` "
+                       "in the spec.")
+    return out
 
 
 def _same_bytes(plan: Plan, previous: Path) -> bool:

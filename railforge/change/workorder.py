@@ -4,7 +4,9 @@ Steps in a safe order: place new racks and install new devices (unpowered, uncab
 of new switches; reload changed configurations on running switches (FRR's frr-reload.py / `nv config apply`
 add neighbours and drain removed ones before any cable moves); pull cables; lay new and moved cables; remove
 devices; verify. A device that moves is unracked after its cables are pulled and installed at its new place
-before cables are laid. Each row names the rack, U, device, port and cable, and the rack elevation drawing to look at.
+before cables are laid. Each row names the rack, U, device, port and cable, the cable's parts (what to pull or lay: the
+cable, the module at each end, the shared cable it is a leg of: the plan's own, as the BOM orders them), and the rack
+elevation drawing to look at.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from railforge.plan.tables import PlanIndex, speed_label
 from railforge.render.elevations import elevation_file
 
 ORDER_COLUMNS = ("step", "phase", "action", "rack", "u", "device", "port", "port_label", "cable",
-                 "to_rack", "to_u", "to_device", "to_port", "to_port_label", "speed", "media", "length_m",
-                 "detail", "elevation")
+                 "to_rack", "to_u", "to_device", "to_port", "to_port_label", "speed", "media", "length_m", "part",
+                 "module", "to_module", "assembly", "detail", "elevation")
+BLANK_CABLE = ("",) * 4
 SUMMARY_COLUMNS = ("kind", "action", "count", "breaks_existing")
 CHANGE_COLUMNS = ("kind", "action", "subject", "old", "new")
 PHASES = ("place-rack", "install", "configure-new", "reload-config", "pull", "unrack", "rerack", "lay", "remove-device",
@@ -47,20 +50,21 @@ class Steps:
     def device(self, phase: str, action: str, dev: Device, detail: str) -> None:
         self.rows.append((PHASES.index(phase), self._place(dev.rack, dev.u, dev.name),
                           (phase, action, dev.rack, dev.u, dev.name, "", "", "", "", "", "", "", "", "", "", "",
-                           detail, self.elevation(dev.rack))))
+                           *BLANK_CABLE, detail, self.elevation(dev.rack))))
 
     def cable(self, phase: str, action: str, link: Link, detail: str = "") -> None:
         r = self.idx.cable_row(link)
         a_rack, a_u, a_dev, a_port, a_label, b_rack, b_u, b_dev, b_port, b_label = r[5:15]
         self.rows.append((PHASES.index(phase), self._place(a_rack, a_u, a_dev) + (a_port,),
                           (phase, action, a_rack, a_u, a_dev, a_port, a_label, link.id, b_rack, b_u, b_dev,
-                           b_port, b_label, speed_label(link.speed_mbps), link.media, link.length_m, detail,
+                           b_port, b_label, speed_label(link.speed_mbps), link.media, link.length_m,
+                           link.part or "", link.a_module or "", link.b_module or "", link.assembly or "", detail,
                            self.elevation(a_rack))))
 
     def rack(self, name: str, detail: str) -> None:
         self.rows.append((0, (self.idx.rack_order.get(name, 1 << 30), 0, name),
                           ("place-rack", "place", name, "", "", "", "", "", "", "", "", "", "", "", "", "",
-                           detail, self.elevation(name))))
+                           *BLANK_CABLE, detail, self.elevation(name))))
 
     def sorted(self) -> Iterable[tuple]:
         for i, (_, _, row) in enumerate(sorted(self.rows, key=lambda r: (r[0], r[1])), 1):
@@ -115,7 +119,7 @@ def steps(cs: ChangeSet) -> list[tuple]:
     merged = Steps(cs.new)
     merged.rows = new.rows + old.rows
     merged.rows.append((PHASES.index("verify"), (1 << 30, 0, ""),
-                        ("verify", "verify", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
+                        ("verify", "verify", "", "", "", "", "", "", "", "", "", "", "", "", "", "", *BLANK_CABLE,
                          "railforge verify cabling (LLDP) against the new plan; check BGP sessions", "")))
     return list(merged.sorted())
 

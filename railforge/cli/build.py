@@ -29,6 +29,7 @@ from railforge.cli.progress import StageClock, progress_for, status
 from railforge.formats.output import Output, OutputError, UnsafePath, describe, no_group_or_other_write
 from railforge.plan import outdir
 from railforge.plan.model import Plan
+from railforge.plan.power import warnings as power_warnings
 from railforge.planner import build_plan
 from railforge.render import families
 from railforge.spec import load_spec
@@ -46,7 +47,10 @@ def load_plan(spec_path: Path) -> Plan:
         spec, lines = load_spec(spec_path)
         for w in spec_warnings(spec, lines, str(spec_path)):
             err.print(show.line("warning", "yellow", w.render()))
-        return build_plan(spec, lines, str(spec_path))
+        plan = build_plan(spec, lines, str(spec_path))
+        for w in power_warnings(plan):
+            err.print(show.line("warning", "yellow", f"{spec_path}: {w}"))
+        return plan
     except SpecErrors as exc:
         for e in exc.errors:
             say_error(e.render())

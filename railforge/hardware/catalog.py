@@ -39,6 +39,7 @@ def merged_catalog(spec: ClusterSpec) -> Catalog:
         media=media,
         orderable_lengths_m=spec.catalog.orderable_lengths_m or base.orderable_lengths_m,
         nodes={**base.nodes, **spec.catalog.nodes},
+        power={**base.power, **spec.catalog.power},
     )
 
 
@@ -104,8 +105,9 @@ def speeds(switch: CatalogSwitch) -> list[int]:
 
 
 def twin_parts(catalog: Catalog, links: list) -> dict[str, str]:
-    """Transceiver part -> twin-port module, for the per-end parts `links` use whose media rule names one."""
-    used = {link.part for link in links if link.transceivers and link.part}
+    """Transceiver part -> twin-port module, for the per-end parts `links` use whose media rule names one (before
+    `plan.parts.lay_parts` puts the twin modules in)."""
+    used = {m for link in links for m in (link.a_module, link.b_module) if m}
     out: dict[str, str] = {}
     for rules in catalog.media.values():
         for rule in rules:
@@ -119,7 +121,7 @@ def twin_parts(catalog: Catalog, links: list) -> dict[str, str]:
 def splitter_parts(catalog: Catalog, links: list) -> dict[str, dict[str, str]]:
     """Cable part -> {ports per split cage: copper splitter}, for the cable parts `links` use whose media rule
     names splitters (keys are strings: plan.json is JSON)."""
-    used = {link.part for link in links if not link.transceivers and link.part}
+    used = {link.part for link in links if link.a_module is None and link.part}
     out: dict[str, dict[str, str]] = {}
     for rules in catalog.media.values():
         for rule in rules:

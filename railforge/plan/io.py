@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import io
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -23,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, WrapValidato
 
 from railforge.inputs import MAX_INT_DIGITS, InputError, dotted, parse_json, read_bytes, shown, validation_errors
 from railforge.plan.model import SCHEMA_VERSION, Plan, Reliability
+from railforge.plan.parts import lay_parts
 
 _OPTS = orjson.OPT_SORT_KEYS
 # items per write (256 nodes ~1.5 MB). One write per item (~6 KB for a node) made a 131K plan.json 51,408 writes
@@ -40,6 +42,8 @@ def write_plan(plan: Plan, fh: IO[bytes]) -> None:
     fh.write(b',\n"splitter_parts":' + d(plan.splitter_parts, option=_OPTS))
     if plan.slurm is not None:
         fh.write(b',\n"slurm":' + d(plan.slurm, option=_OPTS))
+    if plan.power is not None:
+        fh.write(b',\n"power":' + d(plan.power, option=_OPTS))
     for key in ("pools", "asn_pools", "racks", "pod_networks", "devices", "links"):
         items = getattr(plan, key)
         fh.write(b',\n"' + key.encode() + b'":[')
@@ -209,8 +213,43 @@ def _from_1(data: dict, source: object) -> bytes:
     return orjson.dumps(data)
 
 
-MIGRATIONS = {1: _from_1}
-"""Older schema versions this railforge still reads: each turns the parsed plan into the current version's bytes."""
+NEW_IN_3 = ("a_module", "b_module", "assembly")
+
+
+def _from_2(data: dict, source: object) -> bytes:
+    """A schema_version 2 plan as version 3 writes it: each link's media-rule part (and its transceiver count)
+    become the parts laid, through the same `lay_parts` the planner uses, with the plan's own `twin_parts` and
+    `splitter_parts`; no power facts (version 2 had none)."""
+    for i, link in enumerate(data.get("links") or []):
+        if not isinstance(link, dict):
+            continue
+        for key in (*NEW_IN_3, "power"):
+            if key in link:
+                raise InputError(source, f"links[{i}]: {key!r} is not a key of a schema_version 2 plan")
+        count = link.pop("transceivers", 0)
+        if not isinstance(count, int) or isinstance(count, bool) or count not in (0, 2):
+            raise InputError(source, f"links[{i}].transceivers: {shown(count)} is not a transceiver count of a "
+                                     "schema_version 2 plan (0 or 2)")
+        part = link.get("part")
+        link.update(a_module=part if count else None, b_module=part if count else None, assembly=None,
+                    part=None if count else part)
+    if "power" in data:
+        raise InputError(source, "'power' is not a key of a schema_version 2 plan")
+    data["schema_version"] = 3
+    raw = orjson.dumps(data)
+    try:
+        model = _PlanFile.model_validate_json(raw)
+    except ValidationError as exc:
+        raise validation_errors(exc, source, "a valid railforge plan (schema_version 2)") from None
+    plan = Plan(**{name: getattr(model, name) for name in type(model).model_fields})
+    lay_parts(plan.devices, plan.links, plan.twin_parts, plan.splitter_parts)
+    buf = io.BytesIO()
+    write_plan(plan, buf)
+    return buf.getvalue()
+
+
+MIGRATIONS = {1: _from_1, 2: _from_2}
+"""Older schema versions this railforge still reads: each turns the parsed plan into the next version's bytes."""
 
 
 def _model(raw: bytes, source: object) -> BaseModel:
@@ -223,9 +262,11 @@ def _model(raw: bytes, source: object) -> BaseModel:
     version = data.get("schema_version") if isinstance(data, dict) else None
     if not isinstance(data, dict):
         raise InputError(source, "not a railforge plan: want the JSON object `railforge build` writes as plan.json")
-    if type(version) is int and version in MIGRATIONS:  # not a list or dict (unhashable), nor True (== 1)
+    while type(version) is int and version in MIGRATIONS:  # not a list or dict (unhashable), nor True (== 1)
         raw = MIGRATIONS[version](data, source)
-    elif version != SCHEMA_VERSION:
+        data = orjson.loads(raw)
+        version = data["schema_version"]
+    if version != SCHEMA_VERSION:
         raise InputError(source, f"plan schema_version {shown(version)}; this railforge reads schema_version "
                                  f"{SCHEMA_VERSION}: rebuild it with this version")
     del data

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-SCHEMA_VERSION = 2  # 2: devices' sonic_platform/sonic_hwsku became platform/hwsku (plan/io.py reads 1)
+SCHEMA_VERSION = 3  # 2: devices' sonic_platform/sonic_hwsku became platform/hwsku; 3: each link's parts as laid
+# (part, a_module, b_module, assembly) instead of a catalog part and a transceiver count; power facts (io.py reads 1, 2)
 T = TypeVar("T")
 
 FABRICS = ("compute", "storage", "oob")
@@ -79,8 +80,21 @@ class Link:
     su: int | None = None
     rail: int | None = None
     part: str | None = None
+    """The cable laid for this link, as it is ordered: a copper or active optical cable, or, for a link that shares
+    one cable with others (`assembly`), that cable's part (a copper splitter, one leg per link, or a straight
+    twin-port cable); null for a fibre patch cord between two transceivers (`fibre` names it) and for a cable the
+    catalog has no part number for (Cat6)."""
     fibre: str | None = None
-    transceivers: int = 0
+    """The patch cord between the two transceivers, e.g. `OM4 MPO-12`; null for a cable."""
+    a_module: str | None = None
+    """The transceiver plugged at the A end; null for a cable. A twin-port module in a split switch cage serves every
+    link of the cage (ordered once per cage)."""
+    b_module: str | None = None
+    """The transceiver plugged at the B end, as `a_module`."""
+    assembly: str | None = None
+    """The split switch cage (`<switch>:<cage label>`) whose one cable carries this link with the cage's others: the
+    head of a copper splitter, or one end of a straight twin-port cable between two split cages; null for a link
+    with a cable of its own. Links with the same `assembly` are one cable to lay and to order."""
 
 
 @dataclass(slots=True)
@@ -413,6 +427,31 @@ class DeviceType:
 
 
 @dataclass(slots=True)
+class PowerFact:
+    """Electrical draw of one hardware model or part, from the catalog (vendors' data sheets, or an estimate)."""
+
+    typical_w: float
+    """Typical draw in watts: a device without its pluggables, a transceiver or active cable per plug."""
+    max_w: float
+    """Maximum draw in watts, same basis."""
+    source: str
+    """Where the figures come from (data sheet, user guide)."""
+    estimate: bool = False
+    """True when the figures are an estimate rather than a vendor's published number."""
+
+
+@dataclass(slots=True)
+class Power:
+    """What the power figures of the plan's racks are computed from: the spec's rack budget and the catalog's facts
+    for the models and parts this plan uses."""
+
+    rack_budget_w: float
+    """A rack whose devices' maximum draw exceeds this is reported as over budget (spec layout.rack_power_kw)."""
+    facts: dict[str, PowerFact] = field(default_factory=dict)
+    """Model or part -> its draw; a model or part missing here counts 0 W and is named as unknown."""
+
+
+@dataclass(slots=True)
 class Plan:
     cluster: ClusterSummary
     """Cluster-wide facts and per-tier summaries."""
@@ -439,6 +478,8 @@ class Plan:
     one leg per link} (from the catalog's media rules `splitters`, only for parts the links use)."""
     slurm: SlurmSettings | None = None
     """The Slurm cluster (spec `slurm:`); absent from plan.json when the spec has no `slurm:` section."""
+    power: Power | None = None
+    """Power facts and the rack budget; absent from a plan read from an older schema."""
     views: dict = field(default_factory=dict, repr=False, compare=False)
     """Read-only tables derived from this plan by renderers (e.g. the address table), computed once per process
     and shared by the families that need them; never written to plan.json."""

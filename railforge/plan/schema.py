@@ -5,7 +5,7 @@ pydantic's TypeAdapter reads the plan dataclasses as they are; field description
 docstrings in plan.py (pydantic's `use_attribute_docstrings`, set on a subclass-free copy of the config
 for the duration of the call). The plan schema is strict like the reader (`additionalProperties: false`)
 and pins `schema_version`; `device_types`, `twin_parts` and `splitter_parts` are optional because plans
-written before them still read.
+written before them still read; `slurm` and `power` because a plan may have none.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from railforge.spec.models import ClusterSpec
 PLAN_FILE = "plan.schema.json"
 CLUSTER_FILE = "cluster.schema.json"
 BASE_ID = "https://railforge.invalid/schemas/"
-OPTIONAL = {"Plan": {"device_types", "twin_parts", "slurm", "splitter_parts"}}
+OPTIONAL = {"Plan": {"device_types", "twin_parts", "slurm", "splitter_parts", "power"}}
 NOT_WRITTEN = {"Plan": {"views"}}
 
 

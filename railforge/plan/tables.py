@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from socket import inet_aton, inet_ntoa
 
 from railforge.plan.model import FABRICS, Device, Link, Plan, Pool, Port
+from railforge.plan.parts import speed_label
 
 FABRIC_ORDER = {f: i for i, f in enumerate(FABRICS)}
 ROLE_ORDER = {r: i for i, r in enumerate(
@@ -20,14 +21,12 @@ CABLE_COLUMNS = (
     "cable", "fabric", "tier", "su", "rail",
     "a_rack", "a_u", "a_device", "a_port", "a_port_label",
     "b_rack", "b_u", "b_device", "b_port", "b_port_label",
-    "speed", "media", "part", "transceivers", "fibre", "length_m",
+    "speed", "media", "part", "a_module", "b_module", "assembly", "fibre", "length_m",
 )
 ADDRESS_COLUMNS = ("address", "prefix", "device", "role", "interface", "kind", "pool", "purpose", "fabric", "su",
                    "rack")
 
 
-def speed_label(mbps: int) -> str:
-    return f"{mbps // 1000}G" if mbps % 1000 == 0 else f"{mbps}M"
 
 
 class PlanIndex:
@@ -75,8 +74,8 @@ class PlanIndex:
             link.id, link.fabric, link.tier, link.su, link.rail,
             a.rack, a.u, a.name, link.a.port, pa.label if pa else "",
             b.rack, b.u, b.name, link.b.port, pb.label if pb else "",
-            speed_label(link.speed_mbps), link.media, link.part or "", link.transceivers, link.fibre or "",
-            link.length_m,
+            speed_label(link.speed_mbps), link.media, link.part or "", link.a_module or "", link.b_module or "",
+            link.assembly or "", link.fibre or "", link.length_m,
         )
 
 

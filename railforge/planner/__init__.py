@@ -8,13 +8,24 @@ from fractions import Fraction
 from railforge import nos
 from railforge.hardware.catalog import merged_catalog, ports_at, splitter_parts, twin_parts
 from railforge.nos.profile import PlanRefused
-from railforge.plan.model import ClusterSummary, DeviceType, NodeTopology, Plan, Qos, Reliability, Tenant
+from railforge.plan.model import (
+    ClusterSummary,
+    DeviceType,
+    NodeTopology,
+    Plan,
+    Power,
+    PowerFact,
+    Qos,
+    Reliability,
+    Tenant,
+)
+from railforge.plan.parts import lay_parts
 from railforge.planner import compute, layout, oob, slurm, storage
 from railforge.planner.checks import check_plan
 from railforge.planner.context import BuildContext
 from railforge.planner.ipam import PoolExhausted, PrefixPool, check_overlaps
 from railforge.spec.loader import LineMap
-from railforge.spec.models import ClusterSpec
+from railforge.spec.models import ASN_PRIVATE, ClusterSpec, private_range
 
 POOLS = (
     ("loopbacks", "switch loopbacks (/32)", "all"),
@@ -46,8 +57,10 @@ def _build(ctx: BuildContext) -> Plan:
     spec = ctx.spec
     for key, purpose, fabric in POOLS:
         ctx.pools[key] = PrefixPool(key, getattr(spec.addressing, key), purpose, fabric, f"addressing.{key}")
-    active = [p for k, p in ctx.pools.items() if k != "storage" or spec.storage.storage_vlan]
-    for a, b in check_overlaps(active):
+    written = spec.addressing.model_fields_set
+    for a, b in check_overlaps(list(ctx.pools.values())):
+        if a.name in written and b.name not in written:
+            a, b = b, a
         raise ctx.fail(b.spec_field, f"{b.prefix} overlaps {a.spec_field} ({a.prefix}); pools must be disjoint")
 
     cd = compute.design(ctx)
@@ -85,6 +98,8 @@ def _build(ctx: BuildContext) -> Plan:
     }
     racks = layout.place(ctx, slots, max_counts, heights)
     layout.measure(ctx, racks)
+    twins, splitters = twin_parts(ctx.catalog, ctx.links), splitter_parts(ctx.catalog, ctx.links)
+    lay_parts(ctx.devices, ctx.links, twins, splitters)
 
     for dev in ctx.devices:
         if dev.role == "node":
@@ -116,9 +131,9 @@ def _build(ctx: BuildContext) -> Plan:
                 racks, ctx.devices, ctx.links, compute.pod_networks(ctx, cd),
                 Reliability(spec.reliability.optics_mtbf_hours, spec.reliability.gpu_monthly_availability,
                             list(spec.reliability.job_gpus)),
-                tenants(ctx), device_types(ctx), twin_parts=twin_parts(ctx.catalog, ctx.links),
-                splitter_parts=splitter_parts(ctx.catalog, ctx.links))
+                tenants(ctx), device_types(ctx), twin_parts=twins, splitter_parts=splitters)
     plan.slurm = slurm.settings(ctx, plan.tenants)
+    plan.power = power_facts(ctx)
     ratios = {"leaf": spec.compute.oversubscription.get("leaf", Fraction(1)),
               "spine": spec.compute.oversubscription.get("spine", Fraction(1))}
     models = {"leaf": spec.compute.leaf, "spine": spec.compute.spine, "superspine": spec.compute.superspine}
@@ -128,6 +143,15 @@ def _build(ctx: BuildContext) -> Plan:
         raise ctx.fail("compute", "the planned fabric fails its own checks (a railforge bug, please report it): "
                                   + "; ".join(problems[:5]))
     return plan
+
+
+def power_facts(ctx: BuildContext) -> Power:
+    """The spec's rack budget and the catalog's power figures for the models and parts this plan uses."""
+    used = {d.model for d in ctx.devices} | {m for link in ctx.links for m in (link.part, link.a_module, link.b_module)
+                                             if m}
+    facts = {name: PowerFact(float(f.typical_w), float(f.max_w), f.source, f.estimate)
+             for name, f in sorted(ctx.catalog.power.items()) if name in used}
+    return Power(float(ctx.spec.layout.rack_power_kw * 1000), facts)
 
 
 def _os_checks(ctx: BuildContext) -> None:
@@ -164,8 +188,15 @@ def _check_asns(ctx: BuildContext) -> None:
                            f"ASN base {b.first} collides with the {a.name} fabric's ASNs {a.first}-{a.last}; "
                            f"use at least {a.last + 1}")
     for r in ranges:
-        if r.last > 4294967294:
-            raise ctx.fail(f"addressing.asn.{r.name}", f"ASNs {r.first}-{r.last} run past 4294967294")
+        lo, hi = private_range(r.first) or ASN_PRIVATE[-1]
+        if r.last > hi:
+            width = "2-byte" if hi < 1 << 16 else "4-byte"
+            hint = f"; use a base of at most {hi - r.count + 1}" if hi - r.count + 1 >= lo else ""
+            if width == "2-byte":
+                hint += f" or a 4-byte private base ({ASN_PRIVATE[-1][0]} and up)"
+            raise ctx.fail(f"addressing.asn.{r.name}", f"the {r.name} fabric needs {r.count} ASNs, {r.first}-{r.last}, "
+                                                       f"which run past {hi}, the end of the {width} private range "
+                                                       f"{lo}-{hi} (RFC 6996){hint}")
 
 
 def device_types(ctx: BuildContext) -> list[DeviceType]:

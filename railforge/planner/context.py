@@ -29,6 +29,24 @@ class BuildContext:
     claimed: dict[str, int] = field(default_factory=dict)
     """Blocks of each pool the fabrics have claimed so far, in claim order (compute, storage, OOB)."""
 
+    def fabric_nos(self, fabric: str) -> str:
+        """The switch OS of the storage or OOB fabric: the spec's `<fabric>.nos`; when it names none, the compute
+        fabric's OS if that OS may serve this fabric and its leaf and spine models run it, else the registry's
+        default for the fabric where they run it, else the first OS the leaf model runs that may serve the fabric
+        (a model that runs none of them is refused when its ports are laid out, naming the model)."""
+        choice = getattr(self.spec, fabric)
+        if choice.nos is not None:
+            return choice.nos
+        allowed = nos_registry.names(fabric)
+        models = [self.catalog.switches.get(m) for m in (choice.leaf.model, choice.spine.model)]
+        compute = self.spec.compute.nos or nos_registry.default("compute", "infiniband" if self.spec.compute.fabric
+                                                                == "infiniband" else "ethernet").name
+        leaf_runs = list(models[0].nos) if models[0] is not None else []
+        for name in (compute, nos_registry.default(fabric).name, *leaf_runs):
+            if name in allowed and all(m is None or name in m.nos for m in models):
+                return name
+        return nos_registry.default(fabric).name
+
     def claim_asns(self, fabric: str, count: int, purpose: str) -> AsnRange:
         """The fabric's ASN range: `count` ASNs from its base in the spec (`addressing.asn.<fabric>`)."""
         asns = self.asns[fabric] = AsnRange(fabric, getattr(self.spec.addressing.asn, fabric), count, purpose)
@@ -36,8 +54,9 @@ class BuildContext:
 
     def claim(self, pool: str, blocks: int, block_len: int, what: str) -> int:
         """Claim the next `blocks` blocks of /`block_len` of a pool shared by the fabrics (loopbacks, p2p), failing
-        when the pool cannot hold every claim so far (`what` names them); the address offset of the first."""
-        first = self.claimed.get(pool, 0)
+        when the pool cannot hold every claim so far (`what` names them); the address offset of the first. The
+        loopbacks start `addressing.loopback_offset` addresses into their pool (1: never its network address)."""
+        first = self.claimed.get(pool, self.spec.addressing.loopback_offset if pool == "loopbacks" else 0)
         self.pools[pool].require(first + blocks, block_len, what)
         self.claimed[pool] = first + blocks
         return first << (32 - block_len)

@@ -138,7 +138,7 @@ def measure(ctx: BuildContext, racks: list[Rack]) -> None:
     devs = {d.name: d for d in ctx.devices}
     lengths = sorted(ctx.catalog.orderable_lengths_m)
     rules_cache: dict[int, list] = {}
-    chosen: dict[tuple[int, float], tuple[float, str, str | None, str | None, int]] = {}
+    chosen: dict[tuple[int, float], tuple[float, str, str | None, str | None, bool]] = {}
     slack = spec.layout.slack_m
     for link in ctx.links:
         a, b = devs[link.a.device], devs[link.b.device]
@@ -151,7 +151,8 @@ def measure(ctx: BuildContext, racks: list[Rack]) -> None:
         choice = chosen.get((link.speed_mbps, raw))
         if choice is None:
             choice = chosen[(link.speed_mbps, raw)] = _choose(ctx, link, raw, lengths, rules_cache)
-        link.length_m, link.media, link.part, link.fibre, link.transceivers = choice
+        link.length_m, link.media, part, link.fibre, per_end = choice
+        link.part, link.a_module, link.b_module = (None, part, part) if per_end else (part, None, None)
     one_plug_per_cage(ctx, rules_cache)
 
 
@@ -176,7 +177,7 @@ def one_plug_per_cage(ctx: BuildContext, rules_cache: dict[int, list]) -> None:
 
     for link in ctx.links:
         a_b = cages_of.get(link.id, [])
-        if len(a_b) == 2 and not link.transceivers and not _paired(cages[a_b[0]], cages[a_b[1]], a_b):
+        if len(a_b) == 2 and link.a_module is None and not _paired(cages[a_b[0]], cages[a_b[1]], a_b):
             rules = rules_cache[link.speed_mbps]
             optic = next((i for i, r in enumerate(rules) if r.per_end and r.max_m >= link.length_m), None)
             if optic is not None:
@@ -201,8 +202,8 @@ def _paired(a: list[Link], b: list[Link], keys: list[tuple[str, int]]) -> bool:
 
 def _take(link: Link, rule: MediaRule) -> None:
     ordered, part = rule.fitting(link.length_m)
-    link.length_m, link.media, link.part = float(ordered), rule.media, part
-    link.fibre, link.transceivers = rule.fibre, 2 if rule.per_end else 0
+    link.length_m, link.media, link.fibre = float(ordered), rule.media, rule.fibre
+    link.part, link.a_module, link.b_module = (None, part, part) if rule.per_end else (part, None, None)
 
 
 def split_ways(breakout: str) -> int:
@@ -212,8 +213,9 @@ def split_ways(breakout: str) -> int:
 
 
 def _choose(ctx: BuildContext, link: Link, raw: float, lengths: list[float],
-            rules_cache: dict[int, list]) -> tuple[float, str, str | None, str | None, int]:
-    """(length to order, media, part, fibre, transceivers) for a link of `raw` estimated metres."""
+            rules_cache: dict[int, list]) -> tuple[float, str, str | None, str | None, bool]:
+    """(length to order, media, part, fibre, whether the part is a transceiver per end) for a link of `raw`
+    estimated metres."""
     i = bisect.bisect_left(lengths, raw - 1e-9)
     length = lengths[i] if i < len(lengths) else math.ceil(raw)
     rules = rules_cache.get(link.speed_mbps)
@@ -226,4 +228,4 @@ def _choose(ctx: BuildContext, link: Link, raw: float, lengths: list[float],
                                         f"(cable {link.id}, {link.a.device} to {link.b.device}); the longest "
                                         f"in the catalog reaches {reach} m: add a media rule for this speed")
     ordered, part = rule.fitting(length)
-    return float(ordered), rule.media, part, rule.fibre, 2 if rule.per_end else 0
+    return float(ordered), rule.media, part, rule.fibre, rule.per_end

@@ -33,6 +33,7 @@ def design(ctx: BuildContext, max_sus: int, slots: int, rails: int, storage_leav
            core_counts: dict[str, int]) -> OobDesign:
     spec = ctx.spec
     o = spec.oob
+    o_nos = ctx.fabric_nos("oob")
     sw = ctx.switch_model("oob.leaf.model", o.leaf.model, "ethernet")
     speeds = sorted({m.speed for g in sw.groups for m in g.modes})
     down_speed = 1000 if 1000 in speeds else speeds[0]
@@ -51,7 +52,7 @@ def design(ctx: BuildContext, max_sus: int, slots: int, rails: int, storage_leav
     per_row = max(ceil_div(su_endpoints, ports), 1)
     core_leaves = max(ceil_div(total, ports), 1)
     core_units = ceil_div(core_leaves, per_row)
-    c = clos.design(ctx, "oob", "oob", o.spine.model, o.nos, up_speed, per_row, core_units + max_sus,
+    c = clos.design(ctx, "oob", "oob", o.spine.model, o_nos, up_speed, per_row, core_units + max_sus,
                     o.uplinks_per_leaf)
     return OobDesign(down_speed, up_speed, ports, per_row, core_leaves, core_units, su_endpoints, offsets,
                      block_len_for(ports + 2), c)
@@ -60,6 +61,7 @@ def design(ctx: BuildContext, max_sus: int, slots: int, rails: int, storage_leav
 def build(ctx: BuildContext, d: OobDesign, sus: int, slots: int, rails: int) -> clos.UpperTiers:
     spec = ctx.spec
     o = spec.oob
+    o_nos = ctx.fabric_nos("oob")
     pool = ctx.pools["oob"]
     pool.require(d.clos.leaves_max, d.block_len, f"{d.clos.leaves_max} OOB leaves (one management subnet each)")
     asns = ctx.claim_asns("oob", d.clos.asn_count, "OOB fabric")
@@ -67,7 +69,7 @@ def build(ctx: BuildContext, d: OobDesign, sus: int, slots: int, rails: int) -> 
     loop_base = ctx.claim("loopbacks", d.clos.loopback_count, 32, "compute, storage and OOB switch loopbacks")
     uppers = clos.UpperTiers(ctx, d.clos, "oob-", names.oob_spine, names.oob_superspine, "OOB",
                              d.clos.leaves_max * d.ports_per_leaf, asns, loop_base, None)
-    layout = ctx.layout("oob.leaf.model", o.leaf.model, o.nos,
+    layout = ctx.layout("oob.leaf.model", o.leaf.model, o_nos,
                         [("down", d.down_speed, d.ports_per_leaf), ("up", d.up_speed, o.uplinks_per_leaf)])
     endpoints: dict[int, list[tuple[int, Device]]] = {}
     core_seen: dict[str, int] = {}
@@ -89,7 +91,7 @@ def build(ctx: BuildContext, d: OobDesign, sus: int, slots: int, rails: int) -> 
         for k in range(d.leaves_per_row if row else d.core_leaves):
             idx = (d.core_units + row - 1) * d.leaves_per_row + k if row else k
             ports = layout.ports()
-            dev = Device(names.oob_leaf(row, k + 1), "oob-leaf", "oob", o.leaf.model, o.nos, "", 0,
+            dev = Device(names.oob_leaf(row, k + 1), "oob-leaf", "oob", o.leaf.model, o_nos, "", 0,
                          su=row or None, slot=k, ports=ports["down"] + ports["up"] + ports["unused"],
                          asn=uppers.leaf_asn(idx))
             uppers.leaf_loopback(dev, idx)

@@ -35,6 +35,7 @@ class StorageDesign:
 def design(ctx: BuildContext, slots: int, max_sus: int) -> StorageDesign:
     spec = ctx.spec
     st = spec.storage
+    st_nos = ctx.fabric_nos("storage")
     node_speed = spec.node.storage.speed
     up_speed = st.uplink_speed or node_speed
     ports_per_node = spec.node.storage.ports
@@ -56,11 +57,11 @@ def design(ctx: BuildContext, slots: int, max_sus: int) -> StorageDesign:
 
     def fits(n: int) -> bool:
         try:
-            PortLayout(st.leaf.model, leaf, st.nos, needs(n))
+            PortLayout(st.leaf.model, leaf, st_nos, needs(n))
         except RadixError:
             return False
         except PlatformError as exc:
-            raise ctx.fail("storage.leaf.model", f"{st.leaf.model} with {nos.profile(st.nos).title}: {exc}") from None
+            raise ctx.fail("storage.leaf.model", f"{st.leaf.model} with {nos.profile(st_nos).title}: {exc}") from None
         return True
 
     if st.nodes_per_leaf:
@@ -86,7 +87,7 @@ def design(ctx: BuildContext, slots: int, max_sus: int) -> StorageDesign:
         raise ctx.fail("management.servers", f"{spec.management.servers} management servers do not fit the "
                                              f"{per} host ports of the service leaf pair; use at most {per}")
     units_max = max_sus + 1
-    c = clos.design(ctx, "storage", "storage", st.spine.model, st.nos, up_speed, pairs * per_pair, units_max, up)
+    c = clos.design(ctx, "storage", "storage", st.spine.model, st_nos, up_speed, pairs * per_pair, units_max, up)
     block_len = block_len_for(max(per, spec.management.servers) + 5)
     return StorageDesign(node_speed, up_speed, ports_per_node, per_pair, pairs, per, down_ports, up, peer,
                          block_len, c)
@@ -99,6 +100,7 @@ def _leaf_index(d: StorageDesign, unit: int, pair: int, side: int) -> int:
 def build(ctx: BuildContext, d: StorageDesign, sus: int, slots: int) -> clos.UpperTiers:
     spec = ctx.spec
     st = spec.storage
+    st_nos = ctx.fabric_nos("storage")
     inband = ctx.pools["inband"]
     storage_pool = ctx.pools["storage"]
     pairs_max = d.clos.units_max * d.pairs_per_unit
@@ -112,7 +114,7 @@ def build(ctx: BuildContext, d: StorageDesign, sus: int, slots: int) -> clos.Upp
                 if st.uplinks == "numbered" else None)
     uppers = clos.UpperTiers(ctx, d.clos, "storage-", names.storage_spine, names.storage_superspine, "STO",
                              _peer_base(d), asns, loop_base, p2p_base)
-    layout = ctx.layout("storage.leaf.model", st.leaf.model, st.nos,
+    layout = ctx.layout("storage.leaf.model", st.leaf.model, st_nos,
                         [("down", d.node_speed, d.leaf_down), ("up", d.up_speed, d.uplinks)]
                         + ([("peer", d.up_speed, d.peer_links)] if d.peer_links else []))
     nic = spec.node.storage
@@ -142,7 +144,7 @@ def build(ctx: BuildContext, d: StorageDesign, sus: int, slots: int) -> clos.Upp
                 ports = layout.ports()
                 sfx = "ab"[side] if d.per_pair == 2 else ""
                 dev = Device(names.storage_leaf(unit or None, pair + 1, sfx), "storage-leaf", "storage",
-                             st.leaf.model, st.nos, "", 0, su=unit or None, slot=pair * d.per_pair + side,
+                             st.leaf.model, st_nos, "", 0, su=unit or None, slot=pair * d.per_pair + side,
                              ports=ports["down"] + ports["up"] + ports.get("peer", []) + ports["unused"])
                 dev.asn = uppers.leaf_asn(pair_index if st.attach == "mlag" else idx)
                 uppers.leaf_loopback(dev, idx)

@@ -1,5 +1,6 @@
-"""Bill of materials: switches by model and role, hosts, transceivers per end, cables by media and length,
-fibre length and NIC ports, as quantities a purchasing team can order from."""
+"""Bill of materials: switches by model and role, hosts, transceiver modules, cables by media and length, fibre
+length and NIC ports, as quantities a purchasing team can order from. Parts and counts are the plan's own
+(`railforge.plan.parts`: the same the cabling workbook, pull sheets, work order and report show)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from dataclasses import dataclass
 
 from railforge.formats.output import Output
 from railforge.plan.model import SWITCH_ROLES, Plan
-from railforge.plan.tables import speed_label
+from railforge.plan.parts import fibre_runs, module_rows, orders, speed_label, twin_speed
+from railforge.plan.power import kw, power
 
 BOM_COLUMNS = ("category", "item", "part", "speed", "length_m", "quantity", "unit", "note")
 
@@ -18,9 +20,13 @@ BOM_COLUMNS = ("category", "item", "part", "speed", "length_m", "quantity", "uni
 class Bom:
     rows: list[tuple]
     optical_modules: int
-    transceivers: int
+    """Parts that fail like optics: transceiver modules plus both ends of every active optical cable."""
+    modules: int
+    """Transceiver modules to order (a twin-port module serving a split switch cage once)."""
     aoc_cables: int
     cables: int
+    """Cables to lay and order: cables and fibre patch cords, a cable shared by several links once."""
+    links: int
     fibre_m: float
     shared_links: int = 0  # links carried by a splitter or twin-port copper cable with others
     shared_cables: int = 0  # those cables
@@ -36,54 +42,63 @@ def bill_of_materials(plan: Plan) -> Bom:
     return plan.view("bill_of_materials", _bill_of_materials)
 
 
+CABLE_NOTES = {
+    "twin-port": "one per pair of split switch cages cabled to each other",
+    "unshared": "one per link: its split cages are cabled to several others, which no one copper cable does (see "
+                "the BOM page)",
+}
+
+
 def _bill_of_materials(plan: Plan) -> Bom:
     rows: list[tuple] = []
+    facts = plan.power.facts if plan.power is not None else {}
+
+    def each(name: str, note: str = "", per_plug: bool = False) -> str:
+        """`note`, then the part's power per unit (the catalog's figure) when the plan has one."""
+        fact = facts.get(name)
+        if fact is None:
+            return note
+        watts = (f"{_w(fact.typical_w)} typical / {_w(fact.max_w)} max {'per plug' if per_plug else 'each'}"
+                 + (" (estimate)" if fact.estimate else ""))
+        return f"{note}; {watts}" if note else watts
+
     switches = Counter((d.model, d.role) for d in plan.devices if d.role in SWITCH_ROLES)
     for (model, role), n in sorted(switches.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        rows.append(("switch", role, model, "", "", n, "pcs", ""))
+        rows.append(("switch", role, model, "", "", n, "pcs", each(model)))
     hosts = Counter((d.model, d.role) for d in plan.devices if d.role not in SWITCH_ROLES)
     for (model, role), n in sorted(hosts.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         gpus = f"{n * plan.cluster.gpus_per_node} GPUs" if role == "node" else ""
-        rows.append(("host", role, model, "", "", n, "pcs", gpus))
+        rows.append(("host", role, model, "", "", n, "pcs", each(model, gpus)))
 
-    xcvr: Counter = Counter()
-    cables: Counter = Counter()
-    fibre: dict[str, float] = defaultdict(float)
-    fibre_cords: Counter = Counter()
-    aoc = 0
-    kinds = Counter((link.media, link.part or "", link.speed_mbps, link.length_m, link.transceivers,
-                     link.fibre or "fibre") for link in plan.links)  # a few hundred kinds of ~500 K cables
-    for (media, part, mbps, length, per_cable, fibre_kind), n in kinds.items():
-        speed = speed_label(mbps)
-        if per_cable:
-            xcvr[(media, part, speed)] += per_cable * n
-            fibre_cords[(fibre_kind, speed, length)] += n
-            fibre[fibre_kind] += length * n
+    o = orders(plan)
+    for media, part, speed, ways, n in module_rows(o):
+        if ways > 1:
+            rows.append(("transceiver", f"{media} twin-port", part, speed, "", n, "pcs",
+                         each(part, f"one per split switch cage, serving its {ways} ports")))
         else:
-            cables[(media, part, speed, length)] += n
-            if is_aoc(media):
-                aoc += n
-    twin_ends, twin_cages = _twin_port_ends(plan)
-    for key, ends in twin_ends.items():
-        xcvr[key] -= ends
-    for (media, part, speed), n in sorted(xcvr.items()):
-        if n:
-            rows.append(("transceiver", media, part, speed, "", n, "pcs",
-                         "single-port, one per cable end not on a split switch cage" if part in plan.twin_parts
-                         else "counted per cable end"))
-    for (media, part, speed), n in sorted(twin_cages.items()):
-        rows.append(("transceiver", f"{media} twin-port", part, speed, "", n, "pcs",
-                     "one per split switch cage, serving its ports"))
-    assemblies = _copper_assemblies(plan)
-    for link in assemblies.covered:
-        cables[(link.media, link.part or "", speed_label(link.speed_mbps), link.length_m)] -= 1
-    for (media, part, speed, length), n in sorted(cables.items()):
-        if n:
-            rows.append(("cable", media, part, speed, length, n, "pcs", ""))
-    for (item, part, speed, length, note), n in sorted(assemblies.rows.items()):
-        rows.append(("cable", item, part, speed, length, n, "pcs", note))
-    for (kind, speed, length), n in sorted(fibre_cords.items()):
-        rows.append(("fibre patch cord", kind, "", speed, length, n, "pcs", "between two transceivers"))
+            rows.append(("transceiver", media, part, speed, "", n, "pcs", each(part, "one per cable end")))
+    aoc = 0
+    for (media, part, mbps, length, kind), n in sorted(o.cables.items(), key=lambda kv: (kv[0][4] != "", kv[0])):
+        if kind.startswith("splitter"):
+            ways = int(kind.rsplit(":", 1)[1])
+            rows.append(("cable", f"{media} {kind}", part, twin_speed(mbps, ways), length, n, "pcs",
+                         each(part, "one per split switch cage, one leg per link", per_plug=True)))
+        elif kind == "twin-port":
+            rows.append(("cable", f"{media} twin-port", part, speed_label(mbps), length, n, "pcs",
+                         each(part, CABLE_NOTES[kind], per_plug=True)))
+        else:
+            rows.append(("cable", media, part, speed_label(mbps), length, n, "pcs",
+                         each(part, CABLE_NOTES.get(kind, ""), per_plug=True)))
+        if is_aoc(media):
+            aoc += n
+    fibre: dict[str, float] = defaultdict(float)
+    cords: Counter = Counter()
+    for link in fibre_runs(plan):
+        kind = link.fibre or "fibre"
+        cords[(kind, link.speed_mbps, link.length_m)] += 1
+        fibre[kind] += link.length_m
+    for (kind, mbps, length), n in sorted(cords.items()):
+        rows.append(("fibre patch cord", kind, "", speed_label(mbps), length, n, "pcs", "between two transceivers"))
     for kind, metres in sorted(fibre.items()):
         rows.append(("fibre total", kind, "", "", "", round(metres, 1), "m", ""))
 
@@ -93,106 +108,26 @@ def _bill_of_materials(plan: Plan) -> Bom:
     for (role, fabric, mbps), n in sorted(nic_ports.items()):
         rows.append(("nic port", f"{role} {fabric}", "", speed_label(mbps), "", n, "ports",
                      "BMC" if fabric == "oob" else ""))
-    n_xcvr = sum(xcvr.values()) + sum(twin_cages.values())
-    shared = sum(n for (item, *_), n in assemblies.rows.items() if "splitter" in item or "twin-port" in item)
-    return Bom(rows, n_xcvr + 2 * aoc, n_xcvr, aoc, len(plan.links), round(sum(fibre.values()), 1),
-               len(assemblies.covered) - sum(assemblies.rows.values()) + shared, shared)
+    view = power(plan)
+    if plan.power is not None:
+        budget = view.budget_w or 0.0
+        for row, draw in view.rows.items():
+            racks = [r for r in view.racks if r.row == row]
+            heaviest = min(racks, key=lambda r: (-r.draw.max_w, r.rack))
+            over = sum(r.over for r in racks)
+            rows.append(("power", f"row {row}", "", "", "", round(draw.max_w / 1000, 1), "kW max",
+                         f"{kw(draw.typical_w)} typical; {len(racks)} racks, heaviest {heaviest.rack} "
+                         f"{kw(heaviest.draw.max_w)} max; {over} over the {kw(budget)} rack budget"))
+        total = view.total
+        rows.append(("power", "all rows", "", "", "", round(total.max_w / 1000, 1), "kW max",
+                     f"{kw(total.typical_w)} typical; heat to remove equals the power drawn"))
+    modules = o.module_total
+    return Bom(rows, modules + 2 * aoc, modules, aoc, sum(o.link_cables), len(plan.links),
+               round(sum(fibre.values()), 1), o.shared_links, o.shared_cables)
 
 
-def _twin_port_ends(plan: Plan) -> tuple[Counter, Counter]:
-    """Link ends on split switch cages whose transceiver part has a twin-port module (plan.twin_parts):
-    ({(media, part, speed): ends served}, {(media, twin part, speed): modules, one per cage})."""
-    ends: Counter = Counter()
-    cages: set[tuple[str, int, str, str, str]] = set()
-    if not plan.twin_parts:
-        return ends, Counter()
-    twin_links = {link.id: link for link in plan.links if link.transceivers and link.part in plan.twin_parts}
-    for d in plan.devices:
-        if d.role not in SWITCH_ROLES:
-            continue
-        for p in d.ports:
-            link = twin_links.get(p.link) if p.link else None
-            if link is None or not _split(p.breakout):
-                continue
-            speed = speed_label(link.speed_mbps)
-            ends[(link.media, link.part, speed)] += 1
-            cages.add((d.name, p.index, link.media, plan.twin_parts[link.part], speed))
-    return ends, Counter((media, twin, speed) for _, _, media, twin, speed in cages)
-
-
-@dataclass(slots=True)
-class Assemblies:
-    rows: Counter  # (item, part, speed, length, note) -> cables
-    covered: list  # the links these cables carry, each once
-
-
-def _copper_assemblies(plan: Plan) -> Assemblies:
-    """Copper cables that carry several links at once. A split switch cage holds one plug, so the links of a cage
-    whose cable part has a splitter for that split (plan.splitter_parts) share one cable: a splitter (twin-port
-    head in the cage, one leg per link, to ports that are not split cages) ordered at its longest leg, or, when two
-    split cages are cabled only to each other, one straight twin-port cable of the links' own part. Links between
-    split cages cabled to several others cannot share one copper cable and stay one cable each (the note in
-    docs/artifacts/bom.md says what to check)."""
-    out = Assemblies(Counter(), [])
-    if not plan.splitter_parts:
-        return out
-    links = {link.id: link for link in plan.links if not link.transceivers and link.part in plan.splitter_parts}
-    heads: dict[tuple[str, int], list] = defaultdict(list)
-    ways: dict[tuple[str, int], int] = {}
-    for d in plan.devices:
-        if d.role not in SWITCH_ROLES:
-            continue
-        for p in d.ports:
-            link = links.get(p.link) if p.link else None
-            n = _ways(p.breakout)
-            if link is not None and n > 1 and str(n) in plan.splitter_parts[link.part]:
-                heads[(d.name, p.index)].append(link)
-                ways[(d.name, p.index)] = n
-    heads_of: dict[str, list[tuple[str, int]]] = defaultdict(list)
-    for key, members in heads.items():
-        for link in members:
-            heads_of[link.id].append(key)
-    done: set[tuple[str, int]] = set()
-    for key in sorted(heads):
-        if key in done:
-            continue
-        group = {key}
-        stack = [key]
-        while stack:
-            for link in heads[stack.pop()]:
-                for other in heads_of[link.id]:
-                    if other not in group:
-                        group.add(other)
-                        stack.append(other)
-        done |= group
-        members = list({link.id: link for k in sorted(group) for link in heads[k]}.values())
-        first = members[0]
-        speed, length = speed_label(first.speed_mbps), max(link.length_m for link in members)
-        if len(group) == 1:
-            n = ways[key]
-            out.rows[(f"{first.media} splitter 1:{n}", plan.splitter_parts[first.part][str(n)], speed, length,
-                      "one per split switch cage, one leg per link")] += 1
-        elif len(group) == 2 and all(len(heads_of[link.id]) == 2 for link in members):
-            out.rows[(f"{first.media} twin-port", first.part, speed, length,
-                      "one per pair of split switch cages cabled to each other")] += 1
-        else:
-            for link in members:
-                out.rows[(link.media, link.part, speed, link.length_m, "one per link: its split cages are cabled to "
-                          "several others, which no one copper cable does (see the BOM page)")] += 1
-        out.covered += members
-    return out
-
-
-def _ways(breakout: str) -> int:
-    """'2x400G' -> 2: the ports that share the cage."""
-    count = breakout.split("x", 1)[0]
-    return int(count) if count.isdigit() else 1
-
-
-def _split(breakout: str) -> bool:
-    """'2x400G' -> True: the port shares its cage with others."""
-    count = breakout.split("x", 1)[0]
-    return count.isdigit() and int(count) > 1
+def _w(watts: float) -> str:
+    return f"{watts:,.0f} W" if watts >= 100 else f"{watts:g} W"
 
 
 def render(plan: Plan, out: Output) -> None:

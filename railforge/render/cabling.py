@@ -1,5 +1,6 @@
 """The cabling plan: cabling.xlsx (one sheet per fabric, a summary, the IP plan and pool headroom),
-cabling.csv with the same cable rows, and one pull sheet per rack (what leaves this rack, to where)."""
+cabling.csv with the same cable rows, and one pull sheet per rack (what leaves this rack, to where, and the cable
+and modules to take: the plan's own parts, the same the BOM orders)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from operator import itemgetter
 from railforge.formats.csvrows import column_lines, format_rows, write_rows
 from railforge.formats.output import Output
 from railforge.formats.xlsx import Workbook
-from railforge.plan.model import Link, Plan
+from railforge.plan.model import Plan
+from railforge.plan.parts import orders
 from railforge.plan.tables import (
     ADDRESS_COLUMNS,
     CABLE_COLUMNS,
@@ -22,30 +24,36 @@ from railforge.plan.tables import (
     speed_label,
 )
 
-SUMMARY_COLUMNS = ("fabric", "tier", "speed", "media", "part", "length_m", "cables", "transceivers",
-                   "total_length_m")
+SUMMARY_COLUMNS = ("fabric", "tier", "speed", "media", "part", "a_module", "b_module", "length_m", "links",
+                   "cables_to_order", "modules_to_order", "total_length_m")
 PULL_COLUMNS = ("cable", "local_u", "local_device", "local_port", "local_port_label", "remote_rack", "remote_u",
-                "remote_device", "remote_port", "remote_port_label", "speed", "media", "length_m", "leaves_rack")
+                "remote_device", "remote_port", "remote_port_label", "speed", "media", "part", "local_module",
+                "remote_module", "assembly", "length_m", "leaves_rack")
 
 
-def summary_rows(links: list[Link]) -> list[tuple]:
-    agg: dict[tuple, list[float]] = defaultdict(lambda: [0, 0, 0.0])
-    for link in links:
-        a = agg[(link.fabric, link.tier, link.speed_mbps, link.media, link.part or "", link.length_m)]
+def summary_rows(plan: Plan) -> list[tuple]:
+    """Links per fabric, tier, speed, media, parts and length, with the cables and transceiver modules to order
+    counted where each is first met (railforge.plan.parts.orders): the columns add up to the BOM's totals."""
+    o = orders(plan)
+    agg: dict[tuple, list[float]] = defaultdict(lambda: [0, 0, 0, 0.0])
+    for i, link in enumerate(plan.links):
+        a = agg[(link.fabric, link.tier, link.speed_mbps, link.media, link.part or "", link.a_module or "",
+                 link.b_module or "", link.length_m)]
         a[0] += 1
-        a[1] += link.transceivers
-        a[2] += link.length_m
+        a[1] += o.link_cables[i]
+        a[2] += o.link_modules[i]
+        a[3] += link.length_m
     order = {f: i for i, f in enumerate(("compute", "storage", "oob"))}
     out = []
-    for k in sorted(agg, key=lambda k: (order.get(k[0], 9), k[1], -k[2], k[3], k[5])):
-        n, t, total = agg[k]
-        out.append((k[0], k[1], speed_label(k[2]), k[3], k[4], k[5], n, t, round(total, 1)))
+    for k in sorted(agg, key=lambda k: (order.get(k[0], 9), k[1], -k[2], k[3], k[4], k[5], k[6], k[7])):
+        n, cables, modules, total = agg[k]
+        out.append((k[0], k[1], speed_label(k[2]), *k[3:], n, cables, modules, round(total, 1)))
     return out
 
 
 # the cable table's columns (CABLE_COLUMNS) behind each pull sheet column, seen from the A end and from the B end
-_FROM_A = (0, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 20)
-_FROM_B = (0, 11, 12, 13, 14, 5, 6, 7, 8, 9, 15, 16, 20)
+_FROM_A = (0, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 22)
+_FROM_B = (0, 11, 12, 13, 14, 5, 6, 7, 8, 9, 15, 16, 17, 19, 18, 20, 22)
 
 
 def pull_sheets(columns: Sequence[Sequence]) -> Iterator[tuple[str, str]]:
@@ -85,7 +93,7 @@ def render(plan: Plan, out: Output) -> None:
     columns = list(zip(*cable_rows, strict=True)) if cable_rows else [()] * len(CABLE_COLUMNS)
     del cable_rows
     wb = Workbook(out.path("cabling.xlsx"))
-    wb.table("summary", SUMMARY_COLUMNS, summary_rows(links))
+    wb.table("summary", SUMMARY_COLUMNS, summary_rows(plan))
     start = 0
     for fabric, group in groupby(columns[1]):  # links come sorted by fabric first
         end = start + sum(1 for _ in group)

@@ -1,5 +1,6 @@
 """elevations/row-<NNN>.svg: every rack of a row drawn front-on, each device at its U and height with its name,
-model and cabled/total ports, coloured by role; row 0 is the core row. Only reads the plan."""
+model and cabled/total ports, coloured by role; each rack's typical and maximum power (pluggables included; a rack
+over the budget framed in red and marked), the row's in the title; row 0 is the core row. Only reads the plan."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from xml.sax.saxutils import escape, quoteattr
 
 from railforge.formats.output import Output
 from railforge.plan.model import Device, Plan, Rack
+from railforge.plan.power import Draw, PowerView, RackPower, kw, power
 
-U_PX, RACK_W, RACK_GAP, MARGIN, TOP, LEGEND_H = 14, 190, 30, 40, 60, 40
+U_PX, RACK_W, RACK_GAP, MARGIN, TOP, LEGEND_H = 14, 190, 30, 40, 74, 40
 ROLE_COLOURS = {
     "node": "#70AD47", "ufm": "#A9D18E", "mgmt": "#C5E0B4",
     "leaf": "#4472C4", "spine": "#2F5597", "superspine": "#1F3864",
@@ -22,13 +24,14 @@ def elevation_file(row: int) -> str:
     return f"elevations/row-{row:03d}.svg"
 
 
-def _device(dev: Device, x: int, top: int, rack_h: int) -> str:
+def _device(dev: Device, x: int, top: int, rack_h: int, draw: Draw) -> str:
     y = top + (rack_h - (dev.u + dev.height_u - 1)) * U_PX
     h = dev.height_u * U_PX
     cabled = sum(1 for p in dev.ports if p.link)
     label = f"{dev.name}  {cabled}/{len(dev.ports)} ports"
     title = (f"{dev.name}: {dev.role} {dev.model}, U{dev.u}-U{dev.u + dev.height_u - 1}, "
-             f"{cabled} of {len(dev.ports)} ports cabled")
+             f"{cabled} of {len(dev.ports)} ports cabled, {draw.typical_w:,.0f} W typical / {draw.max_w:,.0f} W max "
+             "with its pluggables")
     text_y = y + h / 2 + 4
     return (f'<g class="device" data-device={quoteattr(dev.name)} data-role={quoteattr(dev.role)}>'
             f"<title>{escape(title)}</title>"
@@ -37,14 +40,21 @@ def _device(dev: Device, x: int, top: int, rack_h: int) -> str:
             f'<text x="{x + 26}" y="{text_y:g}" class="dev">{escape(label)}</text></g>')
 
 
-def _rack(rack: Rack, devs: list[Device], x: int) -> list[str]:
-    out = [f'<g class="rack" data-rack={quoteattr(rack.name)} data-height-u="{rack.height_u}">',
-           f'<text x="{x + RACK_W / 2:g}" y="{TOP - 10}" class="rack">{escape(rack.name)} ({escape(rack.kind)})</text>',
+def _rack(rack: Rack, devs: list[Device], x: int, view: PowerView, rp: RackPower) -> list[str]:
+    over = ' data-over-budget="true"' if rp.over else ""
+    mark = " OVER BUDGET" if rp.over else ""
+    stroke = 'stroke="#C00000" stroke-width="3"' if rp.over else 'stroke="#404040"'
+    power_class = "power over" if rp.over else "power"
+    out = [f'<g class="rack" data-rack={quoteattr(rack.name)} data-height-u="{rack.height_u}" '
+           f'data-typical-w="{rp.draw.typical_w:.0f}" data-max-w="{rp.draw.max_w:.0f}"{over}>',
+           f'<text x="{x + RACK_W / 2:g}" y="{TOP - 24}" class="rack">{escape(rack.name)} ({escape(rack.kind)})</text>',
+           f'<text x="{x + RACK_W / 2:g}" y="{TOP - 10}" class="{power_class}">'
+           f'{rp.draw.typical_w / 1000:,.1f} / {rp.draw.max_w / 1000:,.1f} kW{mark}</text>',
            f'<rect class="frame" x="{x + 20}" y="{TOP}" width="{RACK_W - 22}" height="{rack.height_u * U_PX}" '
-           'fill="#F2F2F2" stroke="#404040"/>']
+           f'fill="#F2F2F2" {stroke}/>']
     for u in range(1, rack.height_u + 1, 4):
         out.append(f'<text x="{x + 16}" y="{TOP + (rack.height_u - u + 1) * U_PX - 3}" class="u">{u}</text>')
-    out += [_device(d, x, TOP, rack.height_u) for d in sorted(devs, key=lambda d: (-d.u, d.name))]
+    out += [_device(d, x, TOP, rack.height_u, view.devices[d.name]) for d in sorted(devs, key=lambda d: (-d.u, d.name))]
     out.append("</g>")
     return out
 
@@ -53,21 +63,28 @@ def row_svg(plan: Plan, row: int, racks: list[Rack], devices: dict[str, list[Dev
     width = 2 * MARGIN + len(racks) * (RACK_W + RACK_GAP)
     tallest = max(r.height_u for r in racks)
     height = TOP + tallest * U_PX + LEGEND_H + 20
+    view = power(plan)
+    by_rack = {r.rack: r for r in view.racks}
     body: list[str] = []
     for i, rack in enumerate(racks):
-        body += _rack(rack, devices.get(rack.name, []), MARGIN + i * (RACK_W + RACK_GAP))
+        body += _rack(rack, devices.get(rack.name, []), MARGIN + i * (RACK_W + RACK_GAP), view, by_rack[rack.name])
     roles = sorted({d.role for r in racks for d in devices.get(r.name, [])}, key=list(ROLE_COLOURS).index)
     ly = TOP + tallest * U_PX + 30
     for i, role in enumerate(roles):
         lx = MARGIN + i * 130
         body.append(f'<rect x="{lx}" y="{ly - 11}" width="12" height="12" fill="{ROLE_COLOURS[role]}"/>'
                     f'<text x="{lx + 16}" y="{ly}" class="legend">{escape(role)}</text>')
-    title = f"{plan.cluster.name}: row {row}{' (core)' if row == 0 else ''}, {len(racks)} racks"
+    draw = view.rows.get(row)
+    over = sum(by_rack[r.name].over for r in racks)
+    budget = f", {over} over the {kw(view.budget_w)} budget" if over and view.budget_w else ""
+    title = (f"{plan.cluster.name}: row {row}{' (core)' if row == 0 else ''}, {len(racks)} racks, "
+             f"{draw.typical_w / 1000:,.1f} kW typical / {draw.max_w / 1000:,.1f} kW max{budget}")
     head = ['<?xml version="1.0" encoding="UTF-8"?>',
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" font-family="sans-serif" data-row="{row}" data-u-px="{U_PX}">',
             f"<title>{escape(title)}</title>",
             "<style>.h{font-size:16px;font-weight:bold}text.rack{font-size:12px;text-anchor:middle}"
+            "text.power{font-size:11px;text-anchor:middle;fill:#404040}text.over{fill:#C00000;font-weight:bold}"
             ".u{font-size:8px;text-anchor:end;fill:#666}.dev{font-size:9px;fill:#fff;text-anchor:start}.legend{font-size:11px}</style>",
             f'<text x="{MARGIN}" y="22" class="h">{escape(title)}</text>']
     return "\n".join(head + body + ["</svg>"]) + "\n"

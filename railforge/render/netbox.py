@@ -15,6 +15,7 @@ import re
 from railforge.formats.csvrows import RowWriter
 from railforge.formats.output import Output
 from railforge.plan.model import SWITCH_ROLES, Device, Plan
+from railforge.plan.parts import laid
 from railforge.plan.tables import device_addresses
 
 NETBOX_VERSION = "4.4"
@@ -148,11 +149,12 @@ def render(plan: Plan, out: Output) -> None:
     kinds: dict[tuple, tuple[str, str]] = {}  # (type, description) per kind of cable: a few hundred
     rows = []
     for link in plan.links:
-        key = (link.media, link.fibre, link.fabric, link.tier, link.part)
+        parts = laid(link)
+        key = (link.media, link.fibre, link.fabric, link.tier, parts)
         known = kinds.get(key)
         if known is None:
             known = kinds[key] = (cable_type(link.media, link.fibre),
-                                  " ".join(x for x in (link.fabric, link.tier, link.media, link.part or "") if x))
+                                  " ".join(x for x in (link.fabric, link.tier, link.media, parts) if x))
         rows.append((link.a.device, "dcim.interface", link.a.port, link.b.device, "dcim.interface", link.b.port,
                      known[0], "planned", link.id, link.length_m, "m", known[1]))
     w.writerows(rows)

@@ -1,5 +1,6 @@
-"""The design report (report.md, also printed by `railforge validate`): counts, oversubscription, bisection,
-where traffic goes, failure arithmetic and address headroom."""
+"""The design report (report.md, also printed by `railforge validate`): counts, cables and modules to order,
+oversubscription, bisection, where traffic goes, failure arithmetic, power and cooling per row and rack, and address
+headroom."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from fractions import Fraction
 
 from railforge.formats.output import Output
 from railforge.plan.model import Plan, TierSummary
+from railforge.plan.parts import orders
+from railforge.plan.power import BTU_PER_W, kw, power
 from railforge.plan.tables import ROLE_ORDER, address_table
 from railforge.render.bom import bill_of_materials
 from railforge.render.elevations import elevation_file
@@ -124,24 +127,29 @@ def report_markdown(plan: Plan) -> str:
                   [(r, f, m, n) for (r, f, m), n in sorted(roles.items(), key=lambda kv: (ROLE_ORDER.get(kv[0][0], 99),
                                                                                          kv[0]))])
 
+    o = orders(plan)
     tiers: dict[tuple[str, str], list] = {}
-    for link in plan.links:
-        t = tiers.setdefault((link.fabric, link.tier), [0, 0, 0.0, 0, set()])
+    for i, link in enumerate(plan.links):
+        t = tiers.setdefault((link.fabric, link.tier), [0, 0, 0, 0.0, 0, set()])
         t[0] += 1
-        t[1] += link.transceivers
-        t[2] += link.length_m if link.transceivers else 0.0
-        t[3] += link.speed_mbps
-        t[4].add(link.media)
+        t[1] += o.link_cables[i]
+        t[2] += o.link_modules[i]
+        t[3] += link.length_m if link.a_module is not None else 0.0
+        t[4] += link.speed_mbps
+        t[5].add(link.media)
     out += ["", "## Cables per fabric and tier", ""]
-    out += _table(("fabric", "tier", "cables", "transceivers", "fibre m", "bandwidth Gb/s", "media"),
-                  [(f, t, v[0], v[1], round(v[2], 1), v[3] // 1000, ", ".join(sorted(v[4])))
+    out += _table(("fabric", "tier", "links", "cables to order", "transceiver modules to order", "fibre m",
+                   "bandwidth Gb/s", "media"),
+                  [(f, t, v[0], v[1], v[2], round(v[3], 1), v[4] // 1000, ", ".join(sorted(v[5])))
                    for (f, t), v in tiers.items()])
     nic_ports = sum(1 for d in plan.devices if d.role in ("node", "ufm", "mgmt") for p in d.ports if p.link)
     shared = (f" ({bom.shared_links} of them carried in {bom.shared_cables} copper splitter or twin-port cables, "
               "one per split switch cage or cage pair)") if bom.shared_cables else ""
-    out += ["", f"Totals: {bom.cables} cables{shared}, {bom.transceivers} transceivers, {bom.aoc_cables} active "
-                f"optical cables, {bom.fibre_m:,.1f} m of fibre between transceivers, {nic_ports} host NIC ports "
-                "cabled."]
+    out += ["", f"Totals: {bom.links} links{shared} in {bom.cables} cables to order (fibre patch cords included), "
+                f"{bom.modules} transceiver modules to order (a twin-port module serving a split switch cage counted "
+                f"once), {bom.aoc_cables} active optical cables, {bom.fibre_m:,.1f} m of fibre between transceivers, "
+                f"{nic_ports} host NIC ports cabled. The BOM, the cabling workbook's summary, the pull sheets and the "
+                "work order name and count the same parts."]
 
     out += ["", "## Oversubscription and bisection", ""]
     cabled = cabled_ports(plan)
@@ -161,7 +169,7 @@ def report_markdown(plan: Plan) -> str:
     interval = failure_interval_hours(bom.optical_modules, rel.optics_mtbf_hours)
     per_month = bom.optical_modules * HOURS_PER_MONTH / rel.optics_mtbf_hours
     out += ["", "## Failure arithmetic", "",
-            f"Optical modules: {bom.optical_modules} ({bom.transceivers} transceivers + 2 ends of each of "
+            f"Optical modules: {bom.optical_modules} ({bom.modules} transceiver modules + 2 ends of each of "
             f"{bom.aoc_cables} AOCs) at an MTBF of {rel.optics_mtbf_hours:,.0f} h: one fails every "
             f"{_fmt_hours(interval)}; about {per_month:.1f} per month.", ""]
     sizes = sorted({*(n for n in rel.job_gpus if n <= c.gpus), c.gpus})
@@ -173,6 +181,8 @@ def report_markdown(plan: Plan) -> str:
         out += ["", f"Left out: job sizes larger than this cluster's {c.gpus:,} GPUs "
                     f"({', '.join(f'{n:,}' for n in too_big)}; `reliability.job_gpus`)."]
     out += ["", "Assumes independent failures; plan checkpoints accordingly."]
+
+    out += _power_section(plan)
 
     out += ["", "## Address and ASN headroom", ""]
     out += _table(("pool", "range", "size", "allocated", "assigned", "free", "allocated %"),
@@ -195,6 +205,45 @@ def report_markdown(plan: Plan) -> str:
 
 
 RAIL_LINKS = 16  # rail-view links listed in full; past this the first 15 and the last (512 SUs at 131K GPUs)
+RACKS_LISTED = 64  # every rack in the power table up to this many; past it the heaviest RACKS_LISTED // 4
+
+
+def _power_section(plan: Plan) -> list[str]:
+    view = power(plan)
+    out = ["", "## Power and cooling", ""]
+    if plan.power is None:
+        return out + ["No power facts in this plan (written before railforge planned power): rebuild it."]
+    budget = view.budget_w or 0.0
+    out += [f"Rack budget {kw(budget)} (`layout.rack_power_kw`), checked against each rack's maximum draw. Heat "
+            "equals power: cooling is sized for the same kW.", ""]
+    rows = []
+    for row, draw in view.rows.items():
+        racks = [r for r in view.racks if r.row == row]
+        heaviest = min(racks, key=lambda r: (-r.draw.max_w, r.rack))
+        rows.append((row, len(racks), f"{draw.typical_w / 1000:,.1f}", f"{draw.max_w / 1000:,.1f}",
+                     f"{draw.max_w * BTU_PER_W:,.0f}", f"{heaviest.rack} ({heaviest.draw.max_w / 1000:,.1f})",
+                     sum(r.over for r in racks)))
+    total = view.total
+    rows.append(("all", len(view.racks), f"{total.typical_w / 1000:,.1f}", f"{total.max_w / 1000:,.1f}",
+                 f"{total.max_w * BTU_PER_W:,.0f}", "", len(view.over_budget())))
+    out += _table(("row", "racks", "typical kW", "max kW", "heat at max, BTU/h", "heaviest rack (max kW)",
+                   "racks over budget"), rows)
+    listed = view.racks if len(view.racks) <= RACKS_LISTED else sorted(
+        view.racks, key=lambda r: (-r.draw.max_w, r.rack))[:RACKS_LISTED // 4]
+    what = "Every rack" if len(listed) == len(view.racks) else f"The {len(listed)} heaviest of {len(view.racks)} racks"
+    out += ["", f"{what} (each rack's elevation shows its figures too):", ""]
+    out += _table(("rack", "row", "kind", "devices", "typical kW", "max kW", "over budget"),
+                  [(r.rack, r.row, r.kind, r.devices, f"{r.draw.typical_w / 1000:,.1f}", f"{r.draw.max_w / 1000:,.1f}",
+                    "yes" if r.over else "") for r in listed])
+    out += ["", "Switches and servers count without their pluggables; every transceiver (a twin-port module once per "
+                "cage) and each end of an active cable counts at the port it is plugged into (the catalog's "
+                "`power` figures, per plug)."]
+    if view.estimates:
+        out += ["", f"Estimates, not a vendor's published figure (set yours under `catalog: power:`): "
+                    f"{', '.join(view.estimates)}."]
+    if view.unknown:
+        out += ["", f"No power figures, counted as 0 W (add them under `catalog: power:`): {', '.join(view.unknown)}."]
+    return out
 
 
 def render(plan: Plan, out: Output) -> None:

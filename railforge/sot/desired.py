@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from railforge.plan.model import SWITCH_ROLES, Plan
+from railforge.plan.parts import laid
 from railforge.plan.tables import device_addresses
 from railforge.render.netbox import (
     ADDRESS_ROLES,
@@ -174,7 +175,7 @@ def desired(plan: Plan) -> Desired:
         want.cables.append(Cable(link.id, link.a.device, link.a.port, link.b.device, link.b.port,
                                  cable_type(link.media, link.fibre), CABLE_COLOURS.get(link.fabric, "9e9e9e"),
                                  link.length_m,
-                                 " ".join(x for x in (link.fabric, link.tier, link.media, link.part or "") if x)))
+                                 " ".join(x for x in (link.fabric, link.tier, link.media, laid(link)) if x)))
     want.prefixes = [Prefix(p.prefix, f"{p.name}: {p.purpose}") for p in plan.pools]
     want.asns = sorted({d.asn for d in plan.devices if d.asn is not None})
     want.bgp = [Bgp(d.name, d.asn, d.loopback) for d in plan.devices if d.asn is not None]

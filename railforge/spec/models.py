@@ -34,6 +34,8 @@ LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._+/()-]{0,62}[A-Za-z0-9)]?")
 TEXT_MAX = 200
 MAX_SPEED_MBPS = 1_600_000
 ASN_PRIVATE_4B = (4200000000, 4294967294)
+ASN_PRIVATE_2B = (64512, 65534)
+ASN_PRIVATE = (ASN_PRIVATE_2B, ASN_PRIVATE_4B)
 
 
 def parse_speed(value: object) -> int:
@@ -221,6 +223,24 @@ class MediaRule(Strict):
         return m, self.parts[m]
 
 
+class PowerFigures(Strict):
+    typical_w: float = Field(ge=0, le=1_000_000)
+    """Typical draw in watts: a switch or server without its pluggables, a transceiver or active cable per plug (each
+    end of an active cable draws it from its port)."""
+    max_w: float = Field(ge=0, le=1_000_000)
+    """Maximum draw in watts, same basis; rack power budgets are checked against it."""
+    source: Text
+    """Where the figures come from, e.g. the data sheet's title; shown with the figures in the report."""
+    estimate: bool = False
+    """True when no vendor figure was at hand and the numbers are an estimate (the report says so)."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PowerFigures:
+        if self.typical_w > self.max_w:
+            raise ValueError(f"typical_w {self.typical_w:g} exceeds max_w {self.max_w:g}")
+        return self
+
+
 class Catalog(Strict):
     switches: dict[ModelName, CatalogSwitch] = Field(default_factory=dict)
     """Switch models to add or override, by model name (the built-in ones: `railforge/hardware/catalog.yaml`)."""
@@ -231,6 +251,10 @@ class Catalog(Strict):
     nodes: dict[ModelName, CatalogNode] = Field(default_factory=dict, max_length=256)
     """GPU server models to add or override, by model name: the CPUs, sockets, memory and GPUs Slurm is told
     about."""
+    power: dict[ModelName, PowerFigures] = Field(default_factory=dict, max_length=1024)
+    """Power draw to add or override, by switch or server model, transceiver or active cable part: e.g.
+    {HGX-H100: {typical_w: 8500, max_w: 10200, source: 'vendor data sheet'}}. A model or part without figures counts
+    0 W and the report names it."""
 
 
 class NicGroup(Strict):
@@ -353,8 +377,10 @@ class ComputeFabric(Strict):
 
 
 class StorageFabric(Strict):
-    nos: StorageNos = nos_registry.default("storage").name
-    """Switch OS of the storage fabric (an Ethernet OS)."""
+    nos: StorageNos | None = None
+    """Switch OS of the storage fabric (an Ethernet OS). Default: compute.nos when it is an Ethernet OS that runs on
+    the storage leaf and spine models (one OS to run, one toolchain), else 'cumulus' where those models run it, else
+    the first OS the leaf model runs."""
     leaf: SwitchChoice
     """Storage leaf switch model."""
     spine: SwitchChoice
@@ -381,8 +407,9 @@ def check_oob_vlan(v: int) -> int:
 
 
 class OobFabric(Strict):
-    nos: OobNos = nos_registry.default("oob").name
-    """Switch OS of the out-of-band fabric (an Ethernet OS)."""
+    nos: OobNos | None = None
+    """Switch OS of the out-of-band fabric (an Ethernet OS). Default: as for storage.nos (compute.nos when the OOB
+    leaf and spine models run it)."""
     leaf: SwitchChoice
     """OOB leaf model (every BMC and switch management port goes to an OOB leaf in its row)."""
     spine: SwitchChoice
@@ -419,28 +446,44 @@ class Layout(Strict):
     """Slack added to every cable estimate in metres."""
     network_rack_position: Literal["middle", "end"] = "middle"
     """Where an SU's network rack stands in its row: 'middle' or 'end'."""
+    rack_power_kw: float = Field(40.0, gt=0, le=1000)
+    """Power (and cooling) budget of one rack in kW: validate and build warn about every rack whose devices' maximum
+    draw (catalog power figures, pluggables included) exceeds it; the report, the rack elevations and the BOM show
+    typical and maximum draw per rack and row."""
+
+
+def private_range(asn: int) -> tuple[int, int] | None:
+    """The RFC 6996 private range holding `asn`: 2-byte 64512-65534 or 4-byte 4200000000-4294967294."""
+    return next(((lo, hi) for lo, hi in ASN_PRIVATE if lo <= asn <= hi), None)
 
 
 class AsnBases(Strict):
     compute: int = 4200000000
-    """First ASN of the compute fabric (4-byte private, RFC 6996: 4200000000-4294967294)."""
+    """First ASN of the compute fabric, private (RFC 6996): 4-byte 4200000000-4294967294 or 2-byte 64512-65534; the
+    fabric's whole range (one ASN per leaf, spine group and super-spine tier) must fit in the same private range."""
     storage: int = 4210000000
-    """First ASN of the storage fabric."""
+    """First ASN of the storage fabric (private, like `compute`)."""
     oob: int = 4220000000
-    """First ASN of the OOB fabric."""
+    """First ASN of the OOB fabric (private, like `compute`)."""
 
     @field_validator("compute", "storage", "oob")
     @classmethod
     def _private(cls, v: int) -> int:
-        lo, hi = ASN_PRIVATE_4B
-        if not lo <= v <= hi:
-            raise ValueError(f"{v} is outside the 4-byte private ASN range {lo}-{hi} (RFC 6996)")
+        if private_range(v) is None:
+            (lo2, hi2), (lo4, hi4) = ASN_PRIVATE
+            raise ValueError(f"{v} is not a private ASN (RFC 6996): use {lo2}-{hi2} (2-byte) or {lo4}-{hi4} "
+                             "(4-byte)")
         return v
 
 
 class Addressing(Strict):
     loopbacks: Prefix = "10.0.0.0/16"
-    """IPv4 pool of switch loopbacks."""
+    """IPv4 pool of switch loopbacks (also the switches' BGP router-ids)."""
+    loopback_offset: int = Field(1, ge=0, le=1 << 24)
+    """Addresses of addressing.loopbacks left unused before the first loopback: 1 (default) numbers switches from the
+    pool's first host address (10.0.0.1); 0 from its network address (10.0.0.0), as railforge did before this option
+    existed: set 0 to keep the loopbacks and router-ids of a cluster built then (the build refuses to renumber
+    them otherwise)."""
     p2p: Prefix = "10.1.0.0/16"
     """IPv4 pool of numbered point-to-point links (/31s)."""
     compute_hosts: Prefix = "100.64.0.0/12"
@@ -448,7 +491,8 @@ class Addressing(Strict):
     inband: Prefix = "10.20.0.0/16"
     """IPv4 pool of the in-band (bond) network."""
     storage: Prefix = "10.30.0.0/16"
-    """IPv4 pool of the storage VLAN."""
+    """IPv4 pool of the storage VLAN (storage.storage_vlan); checked like every pool even without the VLAN, as the
+    storage switches' prefix lists name it."""
     oob: Prefix = "10.250.0.0/16"
     """IPv4 pool of the out-of-band network."""
     k8s_pods: Prefix = "10.96.0.0/12"

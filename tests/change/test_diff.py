@@ -8,6 +8,7 @@ import hashlib
 import subprocess
 from pathlib import Path
 
+import netaddr
 import openpyxl
 import orjson
 import pytest
@@ -220,3 +221,55 @@ def test_a_moved_switch_is_unplugged_moved_and_replugged_in_that_order():
     assert max(pulls) < first[("unrack", leaf.name)] < first[("rerack", leaf.name)] < min(lays)
     rerack = next(r for r in rows if r[1] == "rerack")
     assert (rerack[4], rerack[5]) == (leaf.u, leaf.name)
+
+
+def _with(spec: Path, **addressing) -> Path:
+    data = yaml.safe_load(spec.read_text())
+    data.setdefault("addressing", {}).update(addressing)
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    return spec
+
+
+def test_loopbacks_start_at_the_first_host_and_a_cluster_built_from_the_network_address_keeps_it(tmp_path):
+    """Loopbacks (the switches' BGP router-ids) start at the pool's first host address; a plan numbered the old way
+    (from 10.0.0.0) is not silently renumbered: the build refuses and says how the spec keeps those addresses
+    (addressing.loopback_offset: 0), and with that setting the rebuild changes nothing."""
+    out = tmp_path / "out"
+    old = _with(_spec(tmp_path, "old", 2, 4), loopback_offset=0)
+    _build(old, out)
+    old_plan = read_plan(out / "plan.json")
+    assert "10.0.0.0/32" in {d.loopback for d in old_plan.devices}
+    before = _digest(out)
+    proc = _build(_spec(tmp_path, "new", 2, 4), out, check=False)
+    assert proc.returncode == 1
+    assert "address renumbered" in " ".join(proc.stderr.split())
+    assert "loopback_offset: 0" in proc.stderr and _digest(out) == before
+    _build(old, out)
+    assert _digest(out) == before
+    new = tmp_path / "fresh-out"
+    _build(_spec(tmp_path, "fresh", 2, 4), new)
+    plan = read_plan(new / "plan.json")
+    loopbacks = sorted(int(netaddr.IPAddress(d.loopback.split("/")[0])) for d in plan.devices if d.loopback)
+    assert loopbacks[0] == int(netaddr.IPAddress("10.0.0.1"))
+    shifted = {d.name: d.loopback for d in plan.devices if d.loopback}
+    assert all(str(netaddr.IPAddress(int(netaddr.IPAddress(d.loopback.split("/")[0])) + 1)) + "/32" == shifted[d.name]
+               for d in old_plan.devices if d.loopback)
+    router_ids = {line.split()[-1] for f in (new / "configs").glob("*/frr.conf")
+                  for line in f.read_text().splitlines() if line.strip().startswith("bgp router-id")}
+    assert router_ids and "10.0.0.0" not in router_ids
+
+
+def test_a_cluster_whose_storage_ran_the_old_default_os_is_told_how_to_keep_it(tmp_path):
+    """A spec naming no storage.nos got Cumulus storage and OOB switches before; now the compute fabric's SONiC. A
+    rebuild over such a plan is refused (every storage and OOB switch changes OS) and says how to keep them."""
+    data = yaml.safe_load(example_spec("minimal").read_text())
+    old = tmp_path / "old.yaml"
+    old.write_text(yaml.safe_dump({**data, "storage": {**data["storage"], "nos": "cumulus"},
+                                   "oob": {**data["oob"], "nos": "cumulus"}}, sort_keys=False))
+    out = tmp_path / "out"
+    _build(old, out)
+    proc = _build(example_spec("minimal"), out, check=False)
+    assert proc.returncode == 1
+    text = " ".join(proc.stderr.split())
+    assert "device changed" in text
+    assert "add `nos: cumulus` under `storage:`" in text and "add `nos: cumulus` under `oob:`" in text

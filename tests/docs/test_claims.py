@@ -50,9 +50,9 @@ def test_the_bom_and_report_pages_quote_the_builds_counts(built):
     report = " ".join((ROOT / "docs" / "artifacts" / "report.md").read_text().split())
     bom_page = " ".join((ROOT / "docs" / "artifacts" / "bom.md").read_text().split())
     r16 = (built("roce-16k-railplane") / "report.md").read_text()
-    modules, xcvr, aoc = re.search(r"Optical modules: (\d+) \((\d+) transceivers \+ 2 ends of each of (\d+) AOCs",
-                                   r16).groups()
-    assert f"16K example has {int(modules):,} — {int(xcvr):,} transceivers" in report
+    modules, xcvr, aoc = re.search(r"Optical modules: (\d+) \((\d+) transceiver modules \+ 2 ends of each of "
+                                   r"(\d+) AOCs", r16).groups()
+    assert f"16K example has {int(modules):,} — {int(xcvr):,} transceiver modules" in report
     assert f"both ends of {int(aoc):,} AOCs" in report
     rows = (built("dgx-h100-4su") / "bom.csv").read_text().splitlines()
     quantity = {r.split(",")[2]: int(r.split(",")[5]) for r in rows if r.startswith(("transceiver,", "cable,ACC spl"))}

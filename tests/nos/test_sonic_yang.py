@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from railforge.hardware.catalog import merged_catalog
 from railforge.nos.profile import PlatformError
 from railforge.nos.sonic.buffer_defaults import BufferTemplateMissing, load_buffers, priorities
 from railforge.nos.sonic.portmap import load_platform
 from railforge.planner import build_plan
+from railforge.planner.context import BuildContext
 from railforge.spec import load_spec
 from tests.conftest import ROOT, require_tool, run_cli
 from tests.helpers.sonic_buffers import as_applied, buffermgrd_pg_keys, overlapping_keys, platform_defaults
@@ -31,7 +33,8 @@ def _sonic_specs() -> list[Path]:
     out = []
     for path in SPECS:
         spec, _ = load_spec(path)
-        if "sonic" in (spec.compute.nos, spec.storage.nos, spec.oob.nos):
+        ctx = BuildContext(spec, merged_catalog(spec), {}, None)
+        if "sonic" in (spec.compute.nos, ctx.fabric_nos("storage"), ctx.fabric_nos("oob")):
             out.append(path)
     return out
 

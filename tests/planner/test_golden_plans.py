@@ -3,8 +3,9 @@ example inventory/*/cluster.yaml, found by glob), an excerpt of plan.json that a
 cluster summary, the first device of every role with its cabled ports, and the first two cables of every fabric
 tier -- compared byte for byte; and, for every spec small enough to keep, the whole plan.json as railforge wrote
 it at schema_version 1 (tests/golden/plans-v1/<spec>.json.gz, written before issue 35 renamed the devices'
-`sonic_platform`/`sonic_hwsku` to `platform`/`hwsku`): read back through the migrating reader, it must give this
-build's plan.json byte for byte, so every field but the renamed two is unchanged.
+`sonic_platform`/`sonic_hwsku` to `platform`/`hwsku`, and before issue 40 replaced each link's rule part and
+transceiver count with the parts laid): read back through the migrating reader (1 -> 2 -> 3), it must give this
+build's plan.json byte for byte but the power facts an older plan cannot have.
 
 The excerpts under tests/golden/plans/ were reviewed by eye. After a deliberate planner change, regenerate them
 with `UPDATE_GOLDEN=1 pytest tests/planner/test_golden_plans.py` and review the diff before committing; that also
@@ -24,6 +25,7 @@ import orjson
 import pytest
 
 from railforge.plan.io import RENAMED_IN_2, read_plan, write_plan
+from railforge.plan.model import SWITCH_ROLES
 from tests.conftest import ROOT, run_cli
 
 GOLDEN = ROOT / "tests" / "golden" / "plans"
@@ -38,7 +40,8 @@ CLUSTER_KEYS = ("name", "fabric", "tiers", "mode", "uplinks", "host_addressing",
 DEVICE_KEYS = ("name", "role", "fabric", "model", "nos", "rack", "u", "height_u", "su", "rail", "asn", "loopback",
                "mgmt_address", "platform", "hwsku")
 PORT_KEYS = ("name", "label", "speed_mbps", "breakout", "address", "link")
-LINK_KEYS = ("id", "fabric", "tier", "speed_mbps", "media", "length_m", "su", "rail")
+LINK_KEYS = ("id", "fabric", "tier", "speed_mbps", "media", "length_m", "su", "rail", "part", "a_module", "b_module",
+             "assembly")
 
 
 def excerpt(plan: dict) -> dict:
@@ -106,9 +109,30 @@ def test_golden_plan(spec, plan_of):
     assert actual == expected, diff
 
 
+def as_schema_2(data: dict) -> dict:
+    """A plan as schema_version 2 wrote it: each link's media-rule part and transceiver count instead of the parts
+    laid (the twin-port module at a split cage and the splitter back to the rule's part), no power facts."""
+    twin_of = {twin: part for part, twin in data["twin_parts"].items()}
+    rule_of = {splitter: part for part, by_ways in data["splitter_parts"].items() for splitter in by_ways.values()}
+    split = {(d["name"], p["name"]) for d in data["devices"] if d["role"] in SWITCH_ROLES for p in d["ports"]
+             if p["breakout"][:1].isdigit() and int(p["breakout"].split("x")[0]) > 1}
+    for link in data["links"]:
+        modules = [twin_of.get(m, m) if (link[e]["device"], link[e]["port"]) in split else m
+                   for e, m in (("a", link.pop("a_module")), ("b", link.pop("b_module")))]
+        assembly = link.pop("assembly")
+        if modules[0] is not None:
+            link.update(part=modules[0], transceivers=2)
+        else:
+            link.update(part=rule_of.get(link["part"], link["part"]) if assembly else link["part"], transceivers=0)
+    data.pop("power", None)
+    data["schema_version"] = 2
+    return data
+
+
 def as_schema_1(plan_json: bytes) -> bytes:
-    """A plan.json as schema_version 1 wrote it: the renamed device keys under their old names."""
-    data = orjson.loads(plan_json)
+    """A plan.json as schema_version 1 wrote it: the renamed device keys under their old names (and the links as
+    version 2 had them)."""
+    data = as_schema_2(orjson.loads(plan_json))
     back = {new: old for old, new in RENAMED_IN_2.items()}
     data["schema_version"] = 1
     data["devices"] = [{back.get(k, k): v for k, v in d.items()} for d in data["devices"]]
@@ -130,7 +154,13 @@ def test_a_schema_1_plan_reads_as_this_build(spec, plan_of, tmp_path):
     (tmp_path / "plan.json").write_bytes(old)
     buf = io.BytesIO()
     write_plan(read_plan(tmp_path / "plan.json"), buf)
-    assert buf.getvalue() == plan_of(spec)
+    (tmp_path / "new.json").write_bytes(plan_of(spec))
+    built = read_plan(tmp_path / "new.json")
+    assert built.power is not None
+    built.power = None  # schema 3 added the power facts, which an older plan cannot have
+    expected = io.BytesIO()
+    write_plan(built, expected)
+    assert buf.getvalue() == expected.getvalue()
 
 
 def test_schema_1_fixtures_cover_every_spec_that_fits():
@@ -154,3 +184,30 @@ def test_golden_folder_holds_only_the_cases():
 def test_every_spec_is_a_case():
     assert len(SPECS) == len(list((ROOT / "tests" / "specs").glob("*.yaml"))) + len(list(
         (ROOT / "inventory").glob("*/cluster.yaml"))) and {"tiny-clos", "roce-16k-railplane"} <= set(SPECS)
+
+
+GOLDEN_V2 = ROOT / "tests" / "golden" / "plans-v2"
+
+
+@pytest.mark.parametrize("spec", sorted(p.name.removesuffix(".json.gz") for p in GOLDEN_V2.glob("*.json.gz")))
+def test_a_plan_railforge_wrote_at_schema_2_reads_with_the_parts_this_build_lays(spec, plan_of, tmp_path):
+    """plan.json as railforge wrote it at schema_version 2 (commit fe0f1fa, before the links named the parts laid):
+    read through the migrating reader, every link equals this build's (the same cable, splitter and module parts
+    the planner lays now), so the renumbering guard and `railforge diff` see no cable changed; devices differ only
+    in their loopbacks, which now start at the pool's first host address (issue 40), and in the nodes' HCA names
+    (issue 38, from the hardware's documentation)."""
+    old = gzip.decompress((GOLDEN_V2 / f"{spec}.json.gz").read_bytes())
+    assert orjson.loads(old)["schema_version"] == 2 and b'"transceivers":' in old
+    (tmp_path / "plan.json").write_bytes(old)
+    migrated = read_plan(tmp_path / "plan.json")
+    (tmp_path / "new.json").write_bytes(plan_of(spec))
+    built = read_plan(tmp_path / "new.json")
+    assert migrated.links == built.links
+    assert any(link.assembly for link in built.links) and any(link.a_module for link in built.links)
+    renumbered = {d.name for d, e in zip(migrated.devices, built.devices, strict=True) if d.loopback != e.loopback}
+    assert renumbered == {d.name for d in built.devices if d.loopback}
+    for d, e in zip(migrated.devices, built.devices, strict=True):
+        d.loopback = e.loopback
+        for r, s in zip(d.rails, e.rails, strict=True):
+            r.hca = s.hca  # issue 38 named the HCAs from the DGX user guide (mlx5_0,3,4,...) after fe0f1fa
+    assert migrated.devices == built.devices

@@ -76,13 +76,13 @@ def test_splitters_and_cables_of_the_superpod_counted_from_its_ports(dgx):
     is ordered once, as a cable of its own or as a leg or lane of a shared one."""
     cages = _split_cages(dgx)
     split_ends = {(link.id) for v in cages.values() for link in v}
-    splitters = sum(1 for v in cages.values() if all(not link.transceivers and link.media == "ACC" for link in v)
+    splitters = sum(1 for v in cages.values() if all(link.a_module is None and link.media == "ACC" for link in v)
                     and all(sum(1 for w in cages.values() if link in w) == 1 for link in v))
     assert splitters > 0
     bom = bill_of_materials(dgx)
     rows = [r for r in bom.rows if r[0] == "cable"]
     assert sum(r[5] for r in rows if r[1] == "ACC splitter 1:2") == splitters
-    legs = sum(1 for v in cages.values() for link in v if link.media == "ACC" and not link.transceivers)
+    legs = sum(1 for v in cages.values() for link in v if link.media == "ACC" and link.a_module is None)
     acc_links = sum(1 for link in dgx.links if link.media == "ACC")
     single_acc = sum(r[5] for r in rows if r[1] == "ACC")
     assert single_acc == acc_links - legs  # ACC links on no split cage (storage 1 x 400G) stay one cable each

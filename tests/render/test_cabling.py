@@ -17,8 +17,8 @@ from tests.conftest import plan_of, require_tool
 
 FABRIC_SHEETS = ("compute", "storage", "oob")
 HEADER = ["cable", "fabric", "tier", "su", "rail", "a_rack", "a_u", "a_device", "a_port", "a_port_label",
-          "b_rack", "b_u", "b_device", "b_port", "b_port_label", "speed", "media", "part", "transceivers", "fibre",
-          "length_m"]
+          "b_rack", "b_u", "b_device", "b_port", "b_port_label", "speed", "media", "part", "a_module", "b_module",
+          "assembly", "fibre", "length_m"]
 
 
 def _csv(path):
@@ -66,7 +66,8 @@ def test_every_cable_of_the_plan_is_in_the_workbook_exactly_once_with_its_plan_v
             assert row["speed"] == f"{link.speed_mbps // 1000}G"
             assert (row["media"], row["length_m"]) == (link.media, link.length_m)
             assert (row["part"] or None) == link.part and (row["fibre"] or None) == link.fibre
-            assert (row["transceivers"] or 0) == link.transceivers
+            assert ((row["a_module"] or None), (row["b_module"] or None), (row["assembly"] or None)) == (
+                link.a_module, link.b_module, link.assembly)
     assert set(seen) == set(links)
     assert max(seen.values()) == 1
 
@@ -77,7 +78,7 @@ def test_sheets_have_a_frozen_header_a_filter_over_all_rows_and_fitted_widths(dg
         ws = wb[fabric]
         n = sum(1 for link in plan.links if link.fabric == fabric)
         assert ws.freeze_panes == "A2"
-        assert ws.auto_filter.ref == f"A1:U{n + 1}"
+        assert ws.auto_filter.ref == f"A1:W{n + 1}"
         longest = max(len(link.a.device) for link in plan.links if link.fabric == fabric)
         assert ws.column_dimensions["H"].width >= longest
         assert ws.column_dimensions["A"].width >= len("CMP-000001")
@@ -105,10 +106,12 @@ def test_csv_has_the_same_rows_as_the_workbook(dgx):
 def test_summary_counts_add_up_to_the_plan(dgx):
     _, plan, wb = dgx
     _, rows = _sheet_rows(wb["summary"])
-    assert sum(r["cables"] for r in rows) == len(plan.links)
-    node_leaf = sum(r["cables"] for r in rows if r["tier"] == "node-leaf")
-    leaf_spine = sum(r["cables"] for r in rows if r["tier"] == "leaf-spine")
+    assert sum(r["links"] for r in rows) == len(plan.links)
+    node_leaf = sum(r["links"] for r in rows if r["tier"] == "node-leaf")
+    leaf_spine = sum(r["links"] for r in rows if r["tier"] == "leaf-spine")
     assert (node_leaf, leaf_spine) == (1020, 1024)  # DGX H100 SuperPOD RA, 4 SUs
+    # leaf-spine: 1024 links, 2048 ends, all on QM9700 cages split 2 x 400G and full: 1024 twin-port modules
+    assert sum(r["modules_to_order"] for r in rows if r["tier"] == "leaf-spine") == 1024
 
 
 def test_pull_sheets_list_every_cable_touching_the_rack(built):
@@ -212,14 +215,16 @@ def test_pull_sheets_are_csv_writer_rows_per_rack(ends):
     from railforge.render.cabling import PULL_COLUMNS, pull_sheets
 
     rows = [(f"C-{n}", "compute", "leaf-spine", 1, None, ar, au, ad, ap, f"{ap}L", br, bu, bd, bp, f"{bp}L", "400G",
-             media, "part", 2, "", length) for n, (ar, au, ad, ap, br, bu, bd, bp, length, media) in enumerate(ends)]
+             media, "part", f"mod-{ad}", f"mod-{bd}", "", "", length)
+            for n, (ar, au, ad, ap, br, bu, bd, bp, length, media) in enumerate(ends)]
     expected: dict[str, list[tuple]] = {}
     for r in rows:
         leaves = "yes" if r[5] != r[10] else "no"
-        tail = (r[15], r[16], r[20], leaves)
-        expected.setdefault(r[5], []).append((r[0], *r[6:10], *r[10:15], *tail))
+        expected.setdefault(r[5], []).append((r[0], *r[6:10], *r[10:15], r[15], r[16], r[17], r[18], r[19], r[20],
+                                              r[22], leaves))
         if r[10] != r[5]:
-            expected.setdefault(r[10], []).append((r[0], *r[11:15], *r[5:10], *tail))
+            expected.setdefault(r[10], []).append((r[0], *r[11:15], *r[5:10], r[15], r[16], r[17], r[19], r[18],
+                                                   r[20], r[22], leaves))
     buf = {}
     for rack, prow in expected.items():
         text = io.StringIO()
@@ -279,4 +284,4 @@ def test_libreoffice_reads_the_workbook_like_the_csv(built, tmp_path):
     got = [list(r.values()) for f in FABRIC_SHEETS for r in _csv(tmp_path / f"cabling-{f}.csv")]
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
-        assert g[:20] == w[:20] and float(g[20]) == float(w[20])
+        assert g[:-1] == w[:-1] and float(g[-1]) == float(w[-1])

@@ -50,7 +50,7 @@ def test_job_interruption_probability_matches_the_worked_example():
 def test_report_uses_the_plan_reliability_inputs():
     plan = plan_of("roce-a800-4nic")
     for link in plan.links:
-        link.transceivers, link.media = 2, "SR4 MMF"
+        link.part, link.a_module, link.b_module, link.assembly, link.media = None, "SR4-X", "SR4-X", None, "SR4 MMF"
     plan.reliability.optics_mtbf_hours = 2 * len(plan.links) * 240.0  # so one module fails every 240 h = 10 days
     plan.reliability.gpu_monthly_availability = 0.99
     plan.reliability.job_gpus = [100]
@@ -117,15 +117,16 @@ def test_bom_counts_switches_hosts_and_optics(built, dgx_plan):
     switches = {(r["item"], r["part"]): int(r["quantity"]) for r in rows if r["category"] == "switch"}
     assert switches[("leaf", "QM9700")] == 32 and switches[("spine", "QM9700")] == 16
     assert {r["item"]: int(r["quantity"]) for r in rows if r["category"] == "host"}["node"] == 127
-    optical = [link for link in dgx_plan.links if link.transceivers]
+    optical = [link for link in dgx_plan.links if link.a_module]
     single, cages = _expected_modules(dgx_plan)
     xcvr = [r for r in rows if r["category"] == "transceiver"]
     assert sum(int(r["quantity"]) for r in xcvr if "twin-port" not in r["item"]) == single
     assert sum(int(r["quantity"]) for r in xcvr if "twin-port" in r["item"]) == cages
     links = {link.id: link for link in dgx_plan.links}
+    splitters = {part for by_ways in dgx_plan.splitter_parts.values() for part in by_ways.values()}
     shared = {p.link for d in dgx_plan.devices if d.role in SWITCH_ROLES for p in d.ports
-              if p.link and p.breakout.startswith("2x") and not links[p.link].transceivers
-              and "2" in dgx_plan.splitter_parts.get(links[p.link].part, {})}  # legs of a 1:2 splitter per cage
+              if p.link and p.breakout.startswith("2x") and links[p.link].a_module is None
+              and links[p.link].part in splitters}  # legs of a 1:2 splitter per cage
     assert sum(int(r["quantity"]) for r in rows if r["category"] in ("cable", "fibre patch cord")
                and "splitter" not in r["item"]) + len(shared) == len(dgx_plan.links)
     assert sum(int(r["quantity"]) for r in rows if "splitter" in r["item"]) == len(
@@ -138,14 +139,18 @@ def test_bom_counts_switches_hosts_and_optics(built, dgx_plan):
 
 def _expected_modules(plan) -> tuple[int, int]:
     """(single-port transceivers, twin-port modules), counted from the plan's ports: a switch port sharing its
-    cage ('2x400G') takes its share of one twin-port module per cage; every other optical end one transceiver."""
-    optical = {link.id: link for link in plan.links if link.transceivers}
+    cage ('2x400G') whose module is a twin-port one takes its share of one module per cage; every other optical end
+    one transceiver."""
+    optical = {link.id: link for link in plan.links if link.a_module}
+    twins = set(plan.twin_parts.values())
     single, cages = 0, set()
     for d in plan.devices:
         for p in d.ports:
-            if p.link not in optical:
+            link = optical.get(p.link)
+            if link is None:
                 continue
-            if d.role in SWITCH_ROLES and p.breakout.startswith("2x") and optical[p.link].part in plan.twin_parts:
+            module = link.a_module if (link.a.device, link.a.port) == (d.name, p.name) else link.b_module
+            if d.role in SWITCH_ROLES and p.breakout.startswith("2x") and module in twins:
                 cages.add((d.name, p.index))
             else:
                 single += 1
@@ -158,8 +163,8 @@ def test_bom_orders_twin_port_modules_for_split_400g_cages(built, dgx_plan):
     rows = _csv(built("dgx-h100-4su") / "bom.csv")
     by_part = {r["part"]: int(r["quantity"]) for r in rows if r["category"] == "transceiver"}
     assert dgx_plan.twin_parts == {"MMA4Z00-NS400": "MMA4Z00-NS"}
-    leaf_spine = sum(1 for link in dgx_plan.links if link.tier == "leaf-spine" and link.transceivers)
-    node_leaf = sum(1 for link in dgx_plan.links if link.tier == "node-leaf" and link.transceivers)
+    leaf_spine = sum(1 for link in dgx_plan.links if link.tier == "leaf-spine" and link.a_module)
+    node_leaf = sum(1 for link in dgx_plan.links if link.tier == "node-leaf" and link.a_module)
     assert leaf_spine == 1024 and node_leaf > 0
     single, cages = _expected_modules(dgx_plan)
     assert (by_part["MMA4Z00-NS400"], by_part["MMA4Z00-NS"]) == (single, cages)
