@@ -37,7 +37,7 @@ COMMANDS = {
                      "terminal)."),
     "build": Lazy("railforge.cli.build", "build", "Write the plan and every artifact, atomically."),
     "ztp": Lazy("railforge.ztp.cli", "ztp",
-                "Write ztp/<switch>/ (SONiC ztp.json, Cumulus script) and ztp/kea-dhcp4.conf; rerun after every "
+                "Write ztp/<switch>/ (each switch OS's ZTP files) and ztp/kea-dhcp4.conf; rerun after every "
                 "build."),
     "verify": Lazy("railforge.verify.cli", "verify_app",
                    "`railforge verify`: compare what a live fabric reports with the plan."),

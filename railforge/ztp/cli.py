@@ -96,7 +96,7 @@ def ztp(
     tftp_server: Annotated[str | None, typer.Option(help="TFTP server (IP) that hands UEFI PXE firmware ipxe.efi")
                            ] = None,
 ) -> None:
-    """Write ztp/<switch>/ (SONiC ztp.json, Cumulus script) and ztp/kea-dhcp4.conf; rerun after every build."""
+    """Write ztp/<switch>/ (each switch OS's ZTP files) and ztp/kea-dhcp4.conf; rerun after every build."""
     err = show.console(stderr=True)
     try:
         for value, option in ((out, "--out"), (macs, "--macs"), (host_macs, "--host-macs"), (cluster, "CLUSTER")):
