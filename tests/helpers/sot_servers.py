@@ -134,8 +134,14 @@ class Server:
         for pid in reversed(self.pids):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
+        postmaster = self.pg / "data" / "postmaster.pid"
+        pg_pid = int(postmaster.read_text().split()[0]) if postmaster.exists() else None
         subprocess.run(["su", "postgres", "-c", f"{PG_BIN}/pg_ctl -D {self.pg}/data -m immediate stop"],
                        capture_output=True)
+        if pg_pid is not None:  # seen once on the loaded machine: pg_ctl returned and the postmaster stayed
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pg_pid, signal.SIGKILL)
+            self.pids.append(pg_pid)
         for pid in self.pids:
             for _ in range(50):
                 try:
