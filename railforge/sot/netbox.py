@@ -111,9 +111,8 @@ class NetBox(Client):
 
         return [
             Kind("site", "dcim/sites", lambda w: [w], lambda w: w.site,
-                 (Field("slug", lambda w: slug(w.site)), Field("status", lambda w: "planned"),
-                  Field("description", lambda w: w.site_description)),
-                 scoped=False, extra=lambda w, st: {"name": w.site, "tags": tag}),
+                 (Field("slug", lambda w: slug(w.site)), Field("status", lambda w: "planned")),
+                 scoped=False, extra=lambda w, st: {"name": w.site, "tags": tag, "description": w.site_description}),
             Kind("manufacturer", "dcim/manufacturers", lambda w: w.manufacturers, lambda m: m,
                  (Field("slug", slug),), scoped=False, shared=True, extra=lambda m, st: {"name": m, "tags": tag}),
             Kind("device role", "dcim/device-roles", lambda w: list(w.roles.items()), lambda r: r[0],

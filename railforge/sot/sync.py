@@ -69,7 +69,8 @@ class Kind:
     """Owned objects the plan does not know are deleted after the others are put right (an AS that routing
     instances point at until they are re-pointed)."""
     extra: Callable[[Any, State], dict] = lambda rec, st: {}
-    """Body fields that are not compared (the owner tag, the scope)."""
+    """Body fields that are not compared (the owner tag, the scope, and the site's description: its GPU count
+    changes when the plan grows, and growth only adds)."""
     show: Callable[[Any], str] = lambda key: key if isinstance(key, str) else ":".join(map(str, key)) \
         if isinstance(key, tuple) else str(key)
 
