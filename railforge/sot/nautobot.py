@@ -212,7 +212,8 @@ class Nautobot(Client):
         if location is not None:
             for cls, path in (("rack", "dcim/racks"), ("device", "dcim/devices"), ("interface", "dcim/interfaces"),
                               ("cable", "dcim/cables"), ("VLAN", "ipam/vlans")):
-                reads.setdefault(cls, []).append((path, {"location": location["id"]}))
+                by = "location_id" if cls == "cable" else "location"  # a cable's `location` filter takes names
+                reads.setdefault(cls, []).append((path, {by: location["id"]}))
         if namespace is not None:
             reads["prefix"].append(("ipam/prefixes", {"namespace": namespace["id"]}))
             reads["IP address"].append(("ipam/ip-addresses", {"namespace": namespace["id"]}))
