@@ -13,6 +13,7 @@ and stops it at the end.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -32,13 +33,29 @@ def rf(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "railforge", *args], capture_output=True, text=True, cwd=ROOT)
 
 
-def timed_push(server, folder: Path, token: Path, product: str) -> tuple[float, int]:
+def measured(*args: str, work: Path) -> tuple[int, str, float, float]:
+    """exit status, stdout+stderr, wall seconds, peak RSS in MiB of one `railforge` run."""
+    log = work / "run.log"
     started = time.monotonic()
-    proc = rf("sot", "push", str(folder), f"--{product}", server.url, "--token-file", str(token), "--workers", "4")
-    took = time.monotonic() - started
-    if proc.returncode != 0:
-        raise SystemExit(f"push failed: {proc.stderr}")
-    return took, int(re.search(r"wrote (\d+) objects", proc.stdout).group(1))
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "railforge", *args], stdout=out, stderr=subprocess.STDOUT,
+                                cwd=ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, log.read_text(), time.monotonic() - started, usage.ru_maxrss / 1024
+
+
+def timed(server, folder: Path, token: Path, product: str, command: str, work: Path) -> tuple[float, float, int]:
+    extra = ["--workers", "4"] if command == "push" else []
+    rc, text, took, rss = measured("sot", command, str(folder), f"--{product}", server.url, "--token-file", str(token),
+                                   *extra, work=work)
+    if command == "diff":
+        if rc != 0:
+            raise SystemExit(f"diff after a push is not clean (exit {rc}): {text[-3000:]}")
+        return took, rss, 0
+    if rc != 0:
+        raise SystemExit(f"push failed: {text[-3000:]}")
+    return took, rss, int(re.search(r"wrote (\d+) objects", text).group(1))
 
 
 def main(clusters: list[str], product: str = "netbox") -> None:
@@ -55,11 +72,13 @@ def main(clusters: list[str], product: str = "netbox") -> None:
                 if built.returncode != 0:
                     raise SystemExit(built.stderr)
                 plan = json.loads((out / "plan.json").read_text())
-                first, written = timed_push(server, out, token, product)
-                again, rewritten = timed_push(server, out, token, product)
+                first, first_mb, written = timed(server, out, token, product, "push", work)
+                again, again_mb, rewritten = timed(server, out, token, product, "push", work)
+                diff, diff_mb, _ = timed(server, out, token, product, "diff", work)
                 print(f"{product} {name}: {len(plan['devices'])} devices, {len(plan['links'])} cables; first push "
-                      f"{written} objects in {first:.0f} s ({written / first:.0f}/s); no-op push {rewritten} writes in "
-                      f"{again:.0f} s", flush=True)
+                      f"{written} objects in {first:.0f} s ({written / first:.0f}/s, client {first_mb:.0f} MiB); "
+                      f"no-op push {rewritten} writes in {again:.0f} s (client {again_mb:.0f} MiB); diff in "
+                      f"{diff:.0f} s (client {diff_mb:.0f} MiB)", flush=True)
         finally:
             server.stop()
 

@@ -34,7 +34,8 @@ NautobotOpt = Annotated[str | None, typer.Option("--nautobot", help="Nautobot ba
 TokenFileOpt = Annotated[Path | None, typer.Option(
     help="file holding the API token (else $RAILFORGE_NETBOX_TOKEN / $RAILFORGE_NAUTOBOT_TOKEN); the token is "
          "never printed or written")]
-WorkersOpt = Annotated[int, typer.Option(min=1, max=16, help="concurrent bulk API requests")]
+WorkersOpt = Annotated[int, typer.Option(min=1, max=16, help="concurrent API requests (about the server's worker "
+                                                                        "processes; more only queue there)")]
 
 
 def _token(token_file: Path | None, product: str = "NetBox") -> str:
@@ -100,13 +101,18 @@ def _unexpected(netbox: str | None, nautobot: str | None, exc: Exception, resume
 
 
 def _changes_table(title: str, changes: list[Change], limit: int = 200) -> Table:
+    """One row per difference; a changed field shows its live and its planned value side by side."""
     table = Table(title=escape(title), title_justify="left")
-    for col in ("change", "object", "name", "detail"):
+    for col in ("change", "object", "name", "field", "live", "planned"):
         table.add_column(col)
     for c in changes[:limit]:
-        table.add_row(escape(c.kind), escape(c.cls), escape(c.key), escape(c.detail))
+        if c.field:
+            live, planned = c.detail.removeprefix(f"{c.field} ").split(", planned ", 1)
+            table.add_row(escape(c.kind), escape(c.cls), escape(c.key), escape(c.field), escape(live), escape(planned))
+        else:
+            table.add_row(escape(c.kind), escape(c.cls), escape(c.key), "", escape(c.detail), "")
     if len(changes) > limit:
-        table.add_row("…", "", f"{len(changes) - limit} more", "")
+        table.add_row("…", "", f"{len(changes) - limit} more", "", "", "")
     return table
 
 
@@ -139,19 +145,29 @@ def push(build: BuildArg, netbox: NetBoxOpt = None, nautobot: NautobotOpt = None
     took = time.monotonic() - started
     for note in nb.notes:
         err.print(show.line("note", "yellow", note))
-    verb = "would write" if dry_run else "wrote"
-    created = ", ".join(f"{n} {cls}" for cls, n in result.created.items()) or "nothing new"
-    out.print(f"{nb.product} {escape(version)}: {verb} {result.writes} objects in {took:.1f} s ({escape(created)})")
+    if dry_run:
+        would: dict[str, int] = {}
+        for c in result.changes:
+            if c.kind == "create":
+                would[c.cls] = would.get(c.cls, 0) + 1
+        listed = ", ".join(f"{n} {cls}" for cls, n in would.items()) or "nothing new"
+        out.print(f"{nb.product} {escape(version)}: would write {sum(would.values())} objects ({escape(listed)})")
+        return
+    done = [*(f"{n} {cls}" for cls, n in result.created.items()),
+            *(f"{n} {cls} updated" for cls, n in result.updated.items()),
+            *(f"{n} {cls} deleted" for cls, n in result.deleted.items())]
+    out.print(f"{nb.product} {escape(version)}: wrote {result.writes} objects in {took:.1f} s "
+              f"({escape(', '.join(done) or 'nothing new')})")
 
 
 @sot_app.command(name="diff")
 def diff_cmd(build: BuildArg, netbox: NetBoxOpt = None, nautobot: NautobotOpt = None,
-             token_file: TokenFileOpt = None) -> None:
+             token_file: TokenFileOpt = None, workers: WorkersOpt = 4) -> None:
     """Read NetBox or Nautobot back and list, by cable label and device, what differs from the plan. Exit 0 in step,
     1 differences, 2 on bad input or an API error."""
     out, err = Console(soft_wrap=True, highlight=False), Console(stderr=True, soft_wrap=True, highlight=False)
     try:
-        plan, nb = _client(build, netbox, nautobot, token_file, 1)
+        plan, nb = _client(build, netbox, nautobot, token_file, workers)
         nb.check()
         changes = nb.drift(desired(plan))
     except SotError as e:

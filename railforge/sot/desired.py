@@ -2,7 +2,8 @@
 natural key both products use, computed from the plan only.
 
 The same records drive `sot push` (create what is missing, refuse to change what exists unless asked) and
-`sot diff` (read back and compare), so the two can never disagree about what "matches the plan" means.
+`sot diff` (read back and compare), so the two can never disagree about what "matches the plan" means. Every field
+a push sets is a field of a record here (statuses and faces included), so `diff` can compare every one of them.
 """
 
 from __future__ import annotations
@@ -33,11 +34,18 @@ class DeviceType:
     u_height: int
 
 
+PLANNED, ACTIVE, RESERVED = "planned", "active", "reserved"
+"""Statuses railforge gives what it creates: what the plan builds is planned; addresses, VLANs and pools are in use
+(active, reserved) from the day the plan hands them out."""
+
+
 @dataclass(frozen=True, slots=True)
 class Rack:
     name: str
     u_height: int
     description: str
+    status: str = PLANNED
+    width: int = 19
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +56,8 @@ class Device:
     rack: str
     position: int
     description: str
+    face: str = "front"
+    status: str = PLANNED
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +71,7 @@ class Interface:
     parent: str | None
     label: str
     description: str
+    status: str = PLANNED
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +85,11 @@ class Cable:
     colour: str
     length_m: float
     description: str
+    status: str = PLANNED
+
+    @property
+    def ends(self) -> tuple[tuple[str, str], tuple[str, str]]:
+        return (self.a_device, self.a_port), (self.b_device, self.b_port)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,12 +99,14 @@ class Address:
     interface: str
     role: str
     description: str
+    status: str = ACTIVE
 
 
 @dataclass(frozen=True, slots=True)
 class Prefix:
     prefix: str
     description: str
+    status: str = RESERVED
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +123,7 @@ class Bgp:
 class Vlan:
     vid: int
     name: str
+    status: str = ACTIVE
 
 
 @dataclass(slots=True)

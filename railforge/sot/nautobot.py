@@ -1,273 +1,296 @@
-"""Push a plan into Nautobot and read it back, with pynautobot over Nautobot's REST API (the rules are in
-sync.py).
+"""Push a plan into Nautobot and read it back over Nautobot's REST API (the rules are in sync.py).
 
 Nautobot models what NetBox calls a site as a Location (of a location type railforge creates), gives every
-object a Status object, needs a parent prefix for every IP address and assigns addresses to interfaces through
-its own IP-to-interface objects. Its core has no ASN model: ASNs go to the Nautobot app `nautobot-bgp-models`
-(Network to Code's, on PyPI) where it is installed, as AutonomousSystem objects and one BGP routing instance per
-switch (its ASN, its loopback as router ID). Without the app ASNs are left out and the push says so (the devices'
-comments still carry them).
+object a Status object, needs a parent prefix for every IP address (so the network of each planned address is
+added beside the pools) and assigns addresses to interfaces through its own IP-to-interface objects. Its core has
+no ASN model: ASNs go to the Nautobot app `nautobot-bgp-models` (Network to Code's, on PyPI) where it is
+installed, as AutonomousSystem objects and one BGP routing instance per switch (its ASN, its loopback as router
+ID). Without the app ASNs are left out and the push says so (the devices' comments still carry them).
+
+Two clusters in one Nautobot: every cluster has its own Location, its own IPAM Namespace `railforge-<cluster>`
+(Nautobot keeps prefixes and addresses unique per namespace, so private address plans may repeat between
+clusters) and its own tag. AutonomousSystem numbers are unique in the app, so a private ASN another cluster (or a
+person) already holds is used by this cluster's routing instances as it is: never changed, never deleted.
 """
 
 from __future__ import annotations
 
-import pynautobot
+from concurrent.futures import ThreadPoolExecutor
+from ipaddress import ip_interface
+from typing import Any
 
-from railforge.render.netbox import slug
-from railforge.sot.desired import Desired
-from railforge.sot.sync import Client, PushResult, SotError, State
+import pynautobot
+import requests
+
+from railforge.sot.desired import ACTIVE, Desired, Prefix
+from railforge.sot.rest import Rest, SotError
+from railforge.sot.sync import Client, Field, Kind, Live, PushResult, State
 
 BGP_APP = "nautobot-bgp-models"
 BGP_TYPES = ["nautobot_bgp_models.autonomoussystem", "nautobot_bgp_models.bgproutinginstance"]
 CONTENT_TYPES = ["dcim.location", "dcim.devicetype", "dcim.rack", "dcim.device", "dcim.interface", "dcim.cable",
-                 "ipam.prefix", "ipam.ipaddress", "ipam.vlan"]
-TAGGABLE = {"locations", "device-types", "racks", "devices", "interfaces", "cables", "prefixes", "ip-addresses",
-            "vlans", "autonomous-systems", "routing-instances"}
-"""Endpoints whose objects carry tags; manufacturers, roles, location types and IP-to-interface links do not, and
-are matched by name (or by the tagged objects they join) instead."""
+                 "ipam.namespace", "ipam.prefix", "ipam.ipaddress", "ipam.vlan"]
+LOCATION_TYPE = "railforge site"
 
 
-def _id(ref) -> str | None:
-    """The UUID of a related object, as Nautobot answers it at depth 0 (a record or an id)."""
-    if ref is None:
-        return None
-    return getattr(ref, "id", ref)
+def _id(ref: Any) -> Any:
+    """The UUID of a related object, as Nautobot answers it at depth 0 (`{"id": …, "object_type": …}`)."""
+    return ref.get("id") if isinstance(ref, dict) else ref
+
+
+def _value(raw: Any) -> Any:
+    return raw.get("value") if isinstance(raw, dict) and "value" in raw else raw
 
 
 class Nautobot(Client):
     product = "Nautobot"
-    RequestError = pynautobot.RequestError
 
     def connect(self, url: str, token: str):
+        self.url, self.token = url, token
         return pynautobot.api(url, token=token)
 
-    def check(self) -> str:
-        import requests
+    def make_rest(self) -> Rest:
+        session = requests.Session()
+        session.headers.update({"Authorization": f"Token {self.token}", "Accept": "application/json"})
+        return Rest(session, self.url, self.product, self.workers, cursor=False, timeout_s=self.timeout_s)
 
+    def check(self) -> str:
         try:
             status = self.api.status()
-            count = self.api.dcim.locations.count()
         except pynautobot.RequestError as e:
-            raise SotError(self._api_error(e)) from None
+            raise SotError(self.rest.answer_error(e.req)) from None
         except requests.RequestException as e:
             raise SotError(f"cannot reach Nautobot at {self.api.base_url}: {e.__class__.__name__}") from None
-        if type(count) is not int:
-            raise TypeError(f"a count of {count!r:.40}, not a number")
+        self.rest.get("dcim/locations", limit=1)
         return str(status.get("nautobot-version", "unknown"))
 
-    def _owned(self, rec) -> bool:
-        return any(_id(t) == self.tag_id for t in (rec.tags or []))
-
     def has_site(self, want: Desired) -> bool:
-        return self.api.dcim.locations.get(name=want.site) is not None
+        return bool(self.rest.get("dcim/locations", name=want.site, limit=1)["results"])
 
     def _has_bgp_app(self) -> bool:
         try:
-            self.api.plugins.bgp.autonomous_systems.count()
-        except pynautobot.RequestError as e:
-            if getattr(getattr(e, "req", None), "status_code", None) == 404:
+            self.rest.get("plugins/bgp/autonomous-systems", limit=1)
+        except SotError as e:
+            if "HTTP 404" in str(e):
                 return False
-            raise SotError(self._api_error(e)) from None
+            raise
         return True
 
-    def _ensure_tag(self) -> None:
+    def prepare(self) -> None:
+        """The owner tag (with every content type railforge tags), the statuses, and whether the BGP app is
+        there."""
         self.bgp_app = self._has_bgp_app()
         if not self.bgp_app:
             self.notes = [f"Nautobot has no {BGP_APP} app (its core has no ASN model): ASNs and BGP routing "
                           f"instances are not pushed or compared"]
         types = CONTENT_TYPES + (BGP_TYPES if self.bgp_app else [])
-        tag = self.api.extras.tags.get(name=self.tag)
-        try:
-            if tag is None:
-                tag = self.api.extras.tags.create(name=self.tag, color="76b900", content_types=types,
-                                                  description="created and owned by railforge")
-            elif not set(types) <= set(tag.content_types):  # made by a push before the app was installed
-                tag.content_types = sorted(set(tag.content_types) | set(types))
-                tag.save()
-        except pynautobot.RequestError as e:
-            raise SotError(self._api_error(e)) from None
-        self.tag_id = tag.id
-        self.status = {s.name: s.id for s in self.api.extras.statuses.all()}
-        self.namespace = self.api.ipam.namespaces.get(name="Global").id
+        found = self.rest.get("extras/tags", name=self.tag)["results"]
+        if not found:
+            tag = self.rest.request("POST", "extras/tags", "creating the owner tag",
+                                    body={"name": self.tag, "color": "76b900", "content_types": types,
+                                          "description": "created and owned by railforge"})
+        else:
+            tag = found[0]
+            if not set(types) <= set(tag["content_types"]):  # made before the app or the namespace was tagged
+                tag = self.rest.request("PATCH", f"extras/tags/{tag['id']}", "adding content types to the tag",
+                                        body={"content_types": sorted(set(tag["content_types"]) | set(types))})
+        self.tag_id = tag["id"]
+        statuses = self.rest.all("extras/statuses")
+        self.status_id = {s["name"].lower(): s["id"] for s in statuses}
+        self.status_name = {s["id"]: s["name"].lower() for s in statuses}
 
-    def _create(self, endpoint, cls: str, payloads: list[dict], result: PushResult) -> list:
-        taggable = endpoint.name.replace("_", "-") in TAGGABLE
-        for p in payloads:
-            p.setdefault("tags", [self.tag_id] if taggable else [])
-        made = super()._create(endpoint, cls, payloads, result)
-        if endpoint.name == "cables" and made:  # Nautobot 3.2 drops `tags` when it creates cables (its answer still
+    def after_create(self, kind: Kind, made: list[dict], result: PushResult) -> None:
+        if kind.cls == "cable" and made:  # Nautobot 3.2 drops `tags` when it creates a cable (its answer still
             # shows them): tag them in the same push
-            self._update(endpoint, cls, [{"id": r.id, "tags": [self.tag_id]} for r in made], PushResult())
-        return made
+            self.rest.update(kind.path, "cables", [{"id": r["id"], "tags": [self.tag_id]} for r in made])
+
+    # -- the classes railforge writes ------------------------------------------------------------------------------
+
+    def kinds(self) -> list[Kind]:
+        site, space, tag = self.cluster, self.tag, [self.tag_id]
+
+        def terminations(c, st):
+            return {"termination_a_type": "dcim.interface", "termination_a_id": st.id("interface", c.ends[0]),
+                    "termination_b_type": "dcim.interface", "termination_b_id": st.id("interface", c.ends[1])}
+
+        def wave(i) -> int:
+            return 0 if i.type == "lag" else 2 if i.lag or i.parent else 1
+
+        def stat(field: str = "status", get=lambda rec: rec.status) -> Field:
+            return Field(field, get, write=lambda rec, st: {field: self._status(get(rec))})
+
+        kinds = [
+            Kind("location type", "dcim/location-types", lambda w: [LOCATION_TYPE], lambda t: t, scoped=False,
+                 shared=True, extra=lambda t, st: {"name": t, "content_types": ["dcim.device", "dcim.rack",
+                                                                               "ipam.prefix", "ipam.vlan"]}),
+            Kind("location", "dcim/locations", lambda w: [w], lambda w: w.site,
+                 (Field("location_type", lambda w: LOCATION_TYPE, ref="location type"),
+                  stat(get=lambda w: "planned")),
+                 scoped=False, extra=lambda w, st: {"name": w.site, "tags": tag, "description": w.site_description}),
+            Kind("manufacturer", "dcim/manufacturers", lambda w: w.manufacturers, lambda m: m, scoped=False,
+                 shared=True, extra=lambda m, st: {"name": m}),
+            Kind("role", "extras/roles", lambda w: list(w.roles.items()), lambda r: r[0], scoped=False, shared=True,
+                 extra=lambda r, st: {"name": r[0], "color": r[1], "content_types": ["dcim.device"]}),
+            Kind("device type", "dcim/device-types", lambda w: w.device_types, lambda t: t.model,
+                 (Field("manufacturer", lambda t: t.manufacturer, ref="manufacturer"),
+                  Field("u_height", lambda t: t.u_height), Field("is_full_depth", lambda t: True)),
+                 scoped=False, shared=True, extra=lambda t, st: {"model": t.model, "tags": tag}),
+            Kind("namespace", "ipam/namespaces", lambda w: [space], lambda n: n,
+                 (Field("description", lambda n: f"railforge cluster {site}: its prefixes and addresses"),),
+                 scoped=False, extra=lambda n, st: {"name": n, "tags": tag}),
+            Kind("rack", "dcim/racks", lambda w: w.racks, lambda r: r.name,
+                 (Field("u_height", lambda r: r.u_height), Field("comments", lambda r: r.description), stat(),
+                  Field("width", lambda r: r.width)),
+                 extra=lambda r, st: {"name": r.name, "location": st.id("location", site), "tags": tag}),
+            Kind("device", "dcim/devices", lambda w: w.devices, lambda d: d.name,
+                 (Field("role", lambda d: d.role, ref="role"),
+                  Field("device_type", lambda d: d.model, ref="device type"),
+                  Field("rack", lambda d: d.rack, ref="rack"), Field("position", lambda d: d.position),
+                  Field("face", lambda d: d.face), stat(), Field("comments", lambda d: d.description)),
+                 extra=lambda d, st: {"name": d.name, "location": st.id("location", site), "tags": tag}),
+            Kind("interface", "dcim/interfaces", lambda w: w.interfaces, lambda i: (i.device, i.name),
+                 (Field("device", lambda i: i.device, ref="device"), Field("type", lambda i: i.type), stat(),
+                  Field("speed", lambda i: i.speed_kbps), Field("mgmt_only", lambda i: i.mgmt_only),
+                  Field("lag", lambda i: (i.device, i.lag) if i.lag else None, ref="interface"),
+                  Field("parent_interface", lambda i: (i.device, i.parent) if i.parent else None, ref="interface"),
+                  Field("label", lambda i: i.label), Field("description", lambda i: i.description)),
+                 group=lambda i: i.device, wave=wave, extra=lambda i, st: {"name": i.name, "tags": tag}),
+            Kind("cable", "dcim/cables", lambda w: w.cables, lambda c: c.label,
+                 (Field("terminations", lambda c: c.ends, write=terminations, recreate=True),
+                  Field("type", lambda c: c.type or None), stat(), Field("color", lambda c: c.colour),
+                  Field("length", lambda c: round(c.length_m)), Field("length_unit", lambda c: "m")),
+                 extra=lambda c, st: {"label": c.label, "tags": tag}),
+            Kind("prefix", "ipam/prefixes", _prefixes, lambda p: p.prefix,
+                 (Field("namespace", lambda p: space, ref="namespace"), stat(),
+                  Field("type", lambda p: "network"), Field("description", lambda p: p.description)),
+                 extra=lambda p, st: {"prefix": p.prefix, "tags": tag}),
+            Kind("IP address", "ipam/ip-addresses", _addresses, lambda a: a.address,
+                 (stat(), Field("description", lambda a: a.description)),
+                 extra=lambda a, st: {"address": a.address, "namespace": st.id("namespace", space), "tags": tag}),
+            Kind("IP assignment", "ipam/ip-address-to-interface", lambda w: w.addresses,
+                 lambda a: (a.device, a.interface, a.address),
+                 extra=lambda a, st: {"ip_address": st.id("IP address", a.address),
+                                      "interface": st.id("interface", (a.device, a.interface))}),
+            Kind("VLAN", "ipam/vlans", lambda w: w.vlans, lambda v: v.vid,
+                 (Field("name", lambda v: v.name), stat()),
+                 extra=lambda v, st: {"vid": v.vid, "location": st.id("location", site), "tags": tag}),
+        ]
+        if self.bgp_app:
+            kinds += [
+                Kind("ASN", "plugins/bgp/autonomous-systems", lambda w: w.asns, lambda n: n,
+                     (stat(get=lambda n: ACTIVE), Field("description", lambda n: site)), shared=True,
+                     delete_last=True, extra=lambda n, st: {"asn": n, "tags": tag}),
+                Kind("BGP instance", "plugins/bgp/routing-instances", lambda w: w.bgp, lambda b: b.device,
+                     (Field("autonomous_system", lambda b: b.asn, ref="ASN"),
+                      Field("router_id", lambda b: b.router_id, ref="IP address"),
+                      stat(get=lambda b: "planned")),
+                     extra=lambda b, st: {"device": st.id("device", b.device), "tags": tag}),
+            ]
+        return kinds
+
+    def _status(self, name: str) -> str:
+        try:
+            return self.status_id[name]
+        except KeyError:
+            raise SotError(f"Nautobot has no status {name.title()!r}: railforge gives it to what it creates (the "
+                           f"statuses there: {', '.join(sorted(self.status_id))})") from None
+
+    # -- reading back ----------------------------------------------------------------------------------------------
 
     def read_state(self, want: Desired) -> State:
-        api = self.api
-        self._ensure_tag()
-        site = api.dcim.locations.get(name=want.site)
-        st = State(site, owned=self._owned)
-        st.manufacturers = {r.name: r for r in self._all(api.dcim.manufacturers) if r.name in set(want.manufacturers)}
-        st.roles = {r.name: r for r in self._all(api.extras.roles) if r.name in want.roles}
-        models = {t.model for t in want.device_types}
-        st.device_types = {r.model: r for r in self._all(api.dcim.device_types) if r.model in models}
-        # device names are unique per location only: every railforge cluster has an su001-gpu01
-        devices = self._all(api.dcim.devices, location=site.id) if site is not None else []
-        names = {d.name for d in want.devices}
-        st.devices = {r.name: r for r in devices if r.name in names}
-        device_name = {r.id: r.name for r in devices}
-        racks = self._all(api.dcim.racks, location=site.id) if site is not None else []
-        st.racks = {r.name: r for r in racks}
-        rack_name = {r.id: r.name for r in racks}
-        for r in st.devices.values():
-            r.rack_name = rack_name.get(_id(r.rack))
-        interfaces = self._all(api.dcim.interfaces, tags=self.tag)
-        st.interfaces = {(device_name.get(_id(r.device)), r.name): r for r in interfaces}
-        iface_key = {r.id: (device_name.get(_id(r.device)), r.name) for r in interfaces}
-        st.cables = {r.label: r for r in self._all(api.dcim.cables, tags=self.tag) if r.label}
+        """Everything in the plan's scope: its location, its namespace, its tag, the planned ASNs and catalog
+        names, read all at once."""
+        rest, tag = self.rest, self.tag
+        location = next(iter(rest.get("dcim/locations", name=want.site)["results"]), None)
+        namespace = next(iter(rest.get("ipam/namespaces", name=tag)["results"]), None)
+        reads: dict[str, list] = {
+            "location type": [("dcim/location-types", {"name": LOCATION_TYPE})],
+            "manufacturer": [("dcim/manufacturers", {})], "role": [("extras/roles", {})],
+            "device type": [("dcim/device-types", {})], "namespace": [("ipam/namespaces", {})],
+            "prefix": [("ipam/prefixes", {"tags": tag})], "IP address": [("ipam/ip-addresses", {"tags": tag})],
+            "VLAN": [("ipam/vlans", {"tags": tag})]}
+        if location is not None:
+            for cls, path in (("rack", "dcim/racks"), ("device", "dcim/devices"), ("interface", "dcim/interfaces"),
+                              ("cable", "dcim/cables"), ("VLAN", "ipam/vlans")):
+                by = "location_id" if cls == "cable" else "location"  # a cable's `location` filter takes names
+                reads.setdefault(cls, []).append((path, {by: location["id"]}))
+        if namespace is not None:
+            reads["prefix"].append(("ipam/prefixes", {"namespace": namespace["id"]}))
+            reads["IP address"].append(("ipam/ip-addresses", {"namespace": namespace["id"]}))
+        if self.bgp_app:
+            reads["ASN"] = [("plugins/bgp/autonomous-systems", {"tags": tag})]
+            reads["BGP instance"] = [("plugins/bgp/routing-instances", {"tags": tag})]
+        jobs = [(cls, path, params) for cls, asks in reads.items() for path, params in asks]
+        with ThreadPoolExecutor(min(len(jobs), max(2, self.workers))) as pool:
+            answers = list(pool.map(lambda j: rest.all(j[1], **j[2]), jobs))
+        found: dict[str, dict[Any, dict]] = {}
+        for (cls, _, _), objs in zip(jobs, answers, strict=True):
+            found.setdefault(cls, {}).update((o["id"], o) for o in objs)
+        found["location"] = {location["id"]: location} if location else {}
+        if self.bgp_app and want.asns:
+            found["ASN"].update((o["id"], o) for o in rest.many("plugins/bgp/autonomous-systems", "asn", want.asns))
+            used = {_id(o.get("autonomous_system")) for o in found["BGP instance"].values()} - set(found["ASN"])
+            if used:
+                found["ASN"].update((o["id"], o) for o in rest.many("plugins/bgp/autonomous-systems", "id", used))
+        owned_addresses = [i for i, o in found["IP address"].items() if self._owned(o)]
+        found["IP assignment"] = {o["id"]: o for o in rest.many("ipam/ip-address-to-interface", "ip_address",
+                                                                   owned_addresses)}
+        return self._parse(found)
 
-        def ends(rec) -> tuple:
-            return tuple(((iface_key[t],) if t in iface_key else ()) for t in (rec.termination_a_id,
-                                                                              rec.termination_b_id))
+    def _owned(self, o: dict) -> bool:
+        return any(_id(t) == self.tag_id for t in o.get("tags") or [])
 
-        st.cable_ends = ends
-        st.prefixes = {r.prefix: r for r in self._all(api.ipam.prefixes, tags=self.tag)}
-        st.vlans = {r.vid: r for r in self._all(api.ipam.vlans, tags=self.tag)}
-        addresses = {r.id: r for r in self._all(api.ipam.ip_addresses, tags=self.tag)}
-        self.address_ids = {str(r.address): r.id for r in addresses.values()}
-        self._read_bgp(want, st, device_name, {r.id: str(r.address) for r in addresses.values()})
-        ids = sorted(addresses)
-        links = [x for i in range(0, len(ids), 100)
-                 for x in self._all(api.ipam.ip_address_to_interface, ip_address=ids[i:i + 100])]
-        for link in links:
-            ip = addresses.get(_id(link.ip_address))
-            key = iface_key.get(_id(link.interface))
-            if ip is not None and key is not None:
-                st.addresses[(key[0], key[1], str(ip.address))] = link
+    def _parse(self, found: dict[str, dict[Any, dict]]) -> State:
+        names = {i: o["name"] for i, o in found.get("device", {}).items()}
+        port_of = {i: (names.get(_id(o["device"])), o["name"]) for i, o in found.get("interface", {}).items()}
+        address_of = {i: str(o["address"]) for i, o in found.get("IP address", {}).items()}
+        owned_address = {i for i, o in found.get("IP address", {}).items() if self._owned(o)}
+        keys = {
+            "location type": lambda o: o["name"], "location": lambda o: o["name"],
+            "manufacturer": lambda o: o["name"], "role": lambda o: o["name"], "device type": lambda o: o["model"],
+            "namespace": lambda o: o["name"], "rack": lambda o: o["name"], "device": lambda o: o["name"],
+            "interface": lambda o: port_of[o["id"]], "cable": lambda o: o["label"] or f"#{o['id']}",
+            "prefix": lambda o: str(o["prefix"]), "IP address": lambda o: str(o["address"]),
+            "IP assignment": lambda o: (*(port_of.get(_id(o.get("interface"))) or (None, None)),
+                                        address_of.get(_id(o.get("ip_address")))),
+            "VLAN": lambda o: o["vid"], "ASN": lambda o: o["asn"],
+            "BGP instance": lambda o: names.get(_id(o.get("device")), f"#{o['id']}")}
+        key_of = {cls: {i: keys[cls](o) for i, o in objs.items()} for cls, objs in found.items()}
+        special = {
+            ("cable", "terminations"): lambda o: (port_of.get(o.get("termination_a_id")),
+                                                   port_of.get(o.get("termination_b_id"))),
+        }
+        st = State()
+        for kind in self.kinds():
+            have = st.of(kind.cls)
+            for i, o in found.get(kind.cls, {}).items():
+                values = {}
+                for f in kind.fields:
+                    raw = o.get(f.api)
+                    if (kind.cls, f.api) in special:
+                        values[f.api] = special[(kind.cls, f.api)](o)
+                    elif f.api == "status":
+                        values[f.api] = self.status_name.get(_id(raw))
+                    elif f.ref is not None:
+                        values[f.api] = key_of.get(f.ref, {}).get(_id(raw)) if raw else None
+                    else:
+                        values[f.api] = _value(raw)
+                owned = _id(o.get("ip_address")) in owned_address if kind.cls == "IP assignment" else self._owned(o)
+                have[key_of[kind.cls][i]] = Live(i, owned, values)
         return st
 
-    def _read_bgp(self, want: Desired, st: State, device_name: dict, address_of: dict) -> None:
-        """The ASes railforge owns or plans (a planned number that exists unowned, say another cluster's private
-        ASN, is used, never changed) and the routing instance railforge owns on each device."""
-        if not self.bgp_app:
-            st.asns = dict.fromkeys(want.asns)
-            return
-        bgp = self.api.plugins.bgp
-        planned = [r for i in range(0, len(want.asns), 100)
-                   for r in self._all(bgp.autonomous_systems, asn=want.asns[i:i + 100])]
-        st.asns = {r.asn: r for r in [*planned, *self._all(bgp.autonomous_systems, tags=self.tag)]}
-        instances = self._all(bgp.routing_instances, tags=self.tag)
-        asn_of = {r.id: r.asn for r in st.asns.values()}
-        other = sorted({_id(r.autonomous_system) for r in instances} - set(asn_of))
-        asn_of.update({r.id: r.asn for i in range(0, len(other), 100)
-                       for r in self._all(bgp.autonomous_systems, id=other[i:i + 100])})
-        st.bgp = {device_name.get(_id(r.device)): (r, asn_of.get(_id(r.autonomous_system)),
-                                                   address_of.get(_id(r.router_id)))
-                  for r in sorted(instances, key=lambda r: str(r.id))}
 
-    def _bgp_body(self, b, st: State) -> dict:
-        return {"autonomous_system": st.asns[b.asn].id, "router_id": self.address_ids.get(b.router_id)}
-
-    def _push_bgp(self, want: Desired, st: State, result: PushResult) -> None:
-        if not self.bgp_app:
-            return
-        bgp = self.api.plugins.bgp
-        st.asns.update({r.asn: r for r in self._create(
-            bgp.autonomous_systems, "ASNs", [{"asn": n, "status": self.status["Active"], "description": self.cluster}
-                                              for n in want.asns if n not in st.asns], result)})
-        new = [b for b in want.bgp if b.device not in st.bgp]
-        made = self._create(bgp.routing_instances, "BGP instances",
-                            [{"device": st.devices[b.device].id, "status": self.status["Planned"],
-                              **self._bgp_body(b, st)} for b in new], result)
-        st.bgp.update({b.device: (r, b.asn, b.router_id) for r, b in zip(made, new, strict=True)})
-
-    def _update_bgp(self, want: Desired, st: State, result: PushResult) -> None:
-        if not self.bgp_app:
-            return
-        self._update(self.api.plugins.bgp.routing_instances, "BGP instances",
-                     [{"id": st.bgp[b.device][0].id, **self._bgp_body(b, st)} for b in want.bgp
-                      if b.device in st.bgp and st.bgp[b.device][1:] != (b.asn, b.router_id)], result)
-
-    def _apply(self, want: Desired, st: State, result: PushResult, apply_changes: bool) -> None:
-        api, planned, active = self.api, self.status["Planned"], self.status["Active"]
-        if st.site is None:
-            ltype = api.dcim.location_types.get(name="railforge site")
-            if ltype is None:
-                ltype = self._create(api.dcim.location_types, "location types",
-                                     [{"name": "railforge site", "content_types": ["dcim.device", "dcim.rack",
-                                                                                   "ipam.prefix", "ipam.vlan"]}],
-                                     result)[0]
-            st.site = self._create(api.dcim.locations, "locations",
-                                   [{"name": want.site, "location_type": ltype.id, "status": planned,
-                                     "description": want.site_description}], result)[0]
-        site_id = st.site.id
-        st.manufacturers.update({r.name: r for r in self._create(
-            api.dcim.manufacturers, "manufacturers",
-            [{"name": m} for m in want.manufacturers if m not in st.manufacturers], result)})
-        st.roles.update({r.name: r for r in self._create(
-            api.extras.roles, "roles", [{"name": r, "color": c, "content_types": ["dcim.device"]}
-                                        for r, c in want.roles.items() if r not in st.roles], result)})
-        st.device_types.update({r.model: r for r in self._create(
-            api.dcim.device_types, "device types",
-            [{"manufacturer": st.manufacturers[t.manufacturer].id, "model": t.model, "u_height": t.u_height,
-              "is_full_depth": True} for t in want.device_types if t.model not in st.device_types], result)})
-        st.racks.update({r.name: r for r in self._create(
-            api.dcim.racks, "racks", [{"name": r.name, "location": site_id, "status": planned, "width": 19,
-                                       "u_height": r.u_height, "comments": r.description}
-                                      for r in want.racks if r.name not in st.racks], result)})
-        st.devices.update({r.name: r for r in self._create(
-            api.dcim.devices, "devices",
-            [{"name": d.name, "role": st.roles[d.role].id, "device_type": st.device_types[d.model].id,
-              "location": site_id, "rack": st.racks[d.rack].id, "position": d.position, "face": "front",
-              "status": planned, "comments": d.description}
-             for d in want.devices if d.name not in st.devices], result)})
-        for wave in (lambda i: i.type == "lag", lambda i: i.type != "lag" and not i.lag and not i.parent,
-                     lambda i: bool(i.lag or i.parent)):
-            made = self._create(api.dcim.interfaces, "interfaces",
-                                [self._interface(i, st, planned) for i in want.interfaces
-                                 if wave(i) and (i.device, i.name) not in st.interfaces], result)
-            by_id = {st.devices[d].id: d for d in st.devices}
-            st.interfaces.update({(by_id.get(_id(r.device)), r.name): r for r in made})
-        self._create(api.dcim.cables, "cables",
-                     [{"termination_a_type": "dcim.interface",
-                       "termination_a_id": st.interfaces[(c.a_device, c.a_port)].id,
-                       "termination_b_type": "dcim.interface",
-                       "termination_b_id": st.interfaces[(c.b_device, c.b_port)].id,
-                       "type": c.type or None, "status": planned, "label": c.label, "color": c.colour,
-                       "length": round(c.length_m), "length_unit": "m"}
-                      for c in want.cables if c.label not in st.cables], result)
-        covering = [*(p.prefix for p in want.prefixes), *sorted({_network(a.address) for a in want.addresses})]
-        self._create(api.ipam.prefixes, "prefixes",
-                     [{"prefix": p, "namespace": self.namespace, "status": active, "type": "network"}
-                      for p in dict.fromkeys(covering) if p not in st.prefixes], result)
-        made = self._create(api.ipam.ip_addresses, "IP addresses",
-                            [{"address": a, "namespace": self.namespace, "status": active}
-                             for a in dict.fromkeys(a.address for a in want.addresses)
-                             if a not in self.address_ids], result)
-        self.address_ids.update({str(r.address): r.id for r in made})
-        self._create(api.ipam.ip_address_to_interface, "IP assignments",
-                     [{"ip_address": self.address_ids[a.address],
-                       "interface": st.interfaces[(a.device, a.interface)].id}
-                      for a in want.addresses if (a.device, a.interface, a.address) not in st.addresses], result)
-        self._create(api.ipam.vlans, "VLANs", [{"vid": v.vid, "name": v.name, "status": active,
-                                                "location": site_id} for v in want.vlans if v.vid not in st.vlans],
-                     result)
-        self._push_bgp(want, st, result)
-        if apply_changes:
-            self._apply_updates(want, st, result)
-
-    def _interface(self, i, st: State, status: str) -> dict:
-        body = {"device": st.devices[i.device].id, "name": i.name, "type": i.type, "status": status,
-                "mgmt_only": i.mgmt_only, "label": i.label, "description": i.description}
-        if i.lag:
-            body["lag"] = st.interfaces[(i.device, i.lag)].id
-        if i.parent:
-            body["parent_interface"] = st.interfaces[(i.device, i.parent)].id
-        return body
+def _prefixes(want: Desired) -> list[Prefix]:
+    """The plan's pools, and the network of each planned address that no pool is (Nautobot needs a parent prefix
+    for every address)."""
+    pools = {p.prefix for p in want.prefixes}
+    covering = sorted({str(ip_interface(a.address).network) for a in want.addresses} - pools)
+    return [*want.prefixes, *(Prefix(n, "covers planned addresses", ACTIVE) for n in covering)]
 
 
-def _network(cidr: str) -> str:
-    from ipaddress import ip_interface
-
-    return str(ip_interface(cidr).network)
-
-
-__all__ = ["Nautobot", "slug"]
+def _addresses(want: Desired) -> list:
+    """One IP address per planned address (an anycast gateway is one address on many interfaces)."""
+    first: dict = {}
+    for a in want.addresses:
+        first.setdefault(a.address, a)
+    return list(first.values())

@@ -42,6 +42,38 @@ API_TOKEN_PEPPERS = {{1: "{secret}"}}
 CENSUS_REPORTING_ENABLED = False
 MAX_PAGE_SIZE = 5000
 """
+GUNICORN = """\
+bind = "127.0.0.1:{port}"
+workers = {workers}
+threads = 3
+timeout = 900
+max_requests = 5000
+max_requests_jitter = 500
+"""
+"""NetBox's own contrib/gunicorn.py (workers 2n+1, 3 threads, recycled after 5,000 requests), with a longer timeout:
+a bulk request of 100 cables takes minutes on this loaded machine."""
+UWSGI = """\
+[uwsgi]
+http = 127.0.0.1:{port}
+strict = true
+master = true
+enable-threads = true
+vacuum = true
+single-interpreter = true
+die-on-term = true
+need-app = true
+disable-logging = true
+log-4xx = true
+log-5xx = true
+http-keepalive = 1
+processes = {workers}
+threads = 2
+harakiri = 900
+http-timeout = 900
+buffer-size = 32768
+"""
+"""Nautobot's documented uwsgi.ini (processes 2n+1), served by `nautobot-server start` as in production."""
+WORKERS = 2 * (os.cpu_count() or 1) + 1
 ADMIN, PASSWORD = "railforge", "railforge-test-password"
 
 
@@ -102,8 +134,14 @@ class Server:
         for pid in reversed(self.pids):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
+        postmaster = self.pg / "data" / "postmaster.pid"
+        pg_pid = int(postmaster.read_text().split()[0]) if postmaster.exists() else None
         subprocess.run(["su", "postgres", "-c", f"{PG_BIN}/pg_ctl -D {self.pg}/data -m immediate stop"],
                        capture_output=True)
+        if pg_pid is not None:  # seen once on the loaded machine: pg_ctl returned and the postmaster stayed
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pg_pid, signal.SIGKILL)
+            self.pids.append(pg_pid)
         for pid in self.pids:
             for _ in range(50):
                 try:
@@ -123,7 +161,7 @@ def _databases(work: Path) -> Server:
     subprocess.run(["su", "postgres", "-c", f"{PG_BIN}/initdb -D {pg}/data -A trust -U postgres"], check=True,
                    capture_output=True)
     opts = (f"-k {pg} -p {server.pg_port} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
-            f"-c full_page_writes=off")
+            f"-c full_page_writes=off -c shared_preload_libraries=pg_stat_statements")
     subprocess.run(["su", "postgres", "-c", f"{PG_BIN}/pg_ctl -D {pg}/data -o '{opts}' -l {pg}/pg.log -w start"],
                    check=True, capture_output=True)
     redis = subprocess.Popen(["redis-server", "--port", str(server.redis_port), "--bind", "127.0.0.1", "--save",
@@ -131,6 +169,8 @@ def _databases(work: Path) -> Server:
     server.pids.append(redis.pid)
     server.run("psql", "-h", "127.0.0.1", "-p", str(server.pg_port), "-U", "postgres", "-q", "-c",
                "create database sot")
+    server.run("psql", "-h", "127.0.0.1", "-p", str(server.pg_port), "-U", "postgres", "-q", "-d", "sot", "-c",
+               "create extension pg_stat_statements")
     return server
 
 
@@ -197,8 +237,9 @@ def start_netbox(work: Path) -> Server:
         _migrated(server, f"netbox-{NETBOX_VERSION}", [netbox, "migrate", "--no-input"])
         _superuser(server, [netbox, "createsuperuser", "--no-input"])
         port = server.url.rsplit(":", 1)[1]
-        _serve(server, [str(venv / "bin" / "gunicorn"), "--bind", f"127.0.0.1:{port}", "--workers", "3",
-                        "--threads", "2", "--timeout", "300", "netbox.wsgi"], "gunicorn.log", "/api/status/")
+        (root / "gunicorn.py").write_text(GUNICORN.format(port=port, workers=WORKERS))
+        _serve(server, [str(venv / "bin" / "gunicorn"), "-c", str(root / "gunicorn.py"), "netbox.wsgi"],
+               "gunicorn.log", "/api/status/")
         resp = requests.post(f"{server.url}/api/users/tokens/provision/",
                              json={"username": ADMIN, "password": PASSWORD}, timeout=60)
         resp.raise_for_status()
@@ -234,7 +275,8 @@ def start_nautobot(work: Path) -> Server:
                   base=f"nautobot-{NAUTOBOT_VERSION}")
         _superuser(server, [nautobot, "createsuperuser", "--no-input"])
         port = server.url.rsplit(":", 1)[1]
-        _serve(server, [nautobot, "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"], "nautobot.log",
+        (root / "uwsgi.ini").write_text(UWSGI.format(port=port, workers=WORKERS))
+        _serve(server, [nautobot, "start", "--ini", str(root / "uwsgi.ini")], "nautobot.log",
                "/api/status/")
         resp = requests.post(f"{server.url}/api/users/tokens/", auth=(ADMIN, PASSWORD), json={}, timeout=60)
         resp.raise_for_status()

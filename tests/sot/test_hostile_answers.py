@@ -53,9 +53,13 @@ def build(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.parametrize("product", ["netbox", "nautobot"])
-@pytest.mark.parametrize("answer", sorted(ANSWERS))
-@pytest.mark.parametrize("command", ["diff", "push"])
+# A listing without a count is how NetBox pages by id: `diff` reads it as an empty server (the site is missing), not as
+# a hostile answer; `push` then gets the same listing back from a bulk create, which is one.
+CASES = [(c, a, p) for c in ("diff", "push") for a in sorted(ANSWERS) for p in ("netbox", "nautobot")
+         if not (c == "diff" and a in ("no-count", "string-count"))]
+
+
+@pytest.mark.parametrize(("command", "answer", "product"), CASES)
 def test_an_unexpected_answer_is_one_error_line(build: Path, tmp_path: Path, product: str, answer: str,
                                                 command: str) -> None:
     handler = type("Handler", (Fake,), {"answer": ANSWERS[answer],

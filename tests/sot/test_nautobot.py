@@ -35,7 +35,10 @@ def push(nautobot, token_file, folder, *extra):
 
 
 def sot_diff(nautobot, token_file, folder):
-    return rf("sot", "diff", str(folder), "--nautobot", nautobot.url, "--token-file", str(token_file))
+    from tests.sot.test_netbox import wide_env
+
+    return rf("sot", "diff", str(folder), "--nautobot", nautobot.url, "--token-file", str(token_file),
+              env=wide_env())
 
 
 def api(nautobot):
@@ -143,3 +146,40 @@ def test_asn_changed_by_hand_shows_in_diff(nautobot, token_file, plans):  # noqa
     addresses = {a.id: str(a.address) for a in nb.ipam.ip_addresses.filter(tags="railforge-tiny-roce")}
     assert bgp_read_back(nb, names, addresses) == planned_bgp(plan)
     assert writes(push(nautobot, token_file, three)) == 0
+
+
+def test_field_edits_by_hand_are_seen_refused_and_restored(nautobot, token_file, plans):  # noqa: F811
+    """A cable's colour, a device's status, an interface's speed edited in Nautobot and an untagged device added to
+    the location: `sot diff` shows each with its live and planned value, `push` refuses, `--apply-changes`
+    restores the owned ones and leaves the foreign device alone."""
+    from tests.sot.test_netbox import diff_rows
+
+    _, three = plans
+    nb = api(nautobot)
+    location = nb.dcim.locations.get(name="tiny-roce")
+    cable = next(iter(nb.dcim.cables.filter(tags="railforge-tiny-roce", limit=1)))
+    colour = cable.color
+    cable.update({"color": "000000"})
+    device = next(iter(nb.dcim.devices.filter(tags="railforge-tiny-roce", role="node", limit=1)))
+    device.update({"status": {"name": "Active"}})
+    port = next(i for i in nb.dcim.interfaces.filter(device=device.id) if i.speed)
+    speed = port.speed
+    port.update({"speed": 1000})
+    foreign = nb.dcim.devices.create(name="by-hand-spare", location=location.id, role=device.role.id,
+                                     device_type=device.device_type.id, status={"name": "Active"})
+    proc = sot_diff(nautobot, token_file, three)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert diff_rows(proc) == {
+        ("update", "cable", cable.label, "color", "000000", colour),
+        ("update", "device", device.name, "status", "active", "planned"),
+        ("update", "interface", f"{device.name}:{port.name}", "speed", "1000", str(speed)),
+        ("unexpected", "device", "by-hand-spare", "", "in the plan's scope, not in the plan (not railforge's)", ""),
+    }, proc.stdout
+    refused = push(nautobot, token_file, three)
+    assert refused.returncode == 1 and "difference(s)" in refused.stderr, refused.stderr
+    fixed = push(nautobot, token_file, three, "--apply-changes")
+    assert fixed.returncode == 0, fixed.stderr
+    assert nb.dcim.cables.get(cable.id).color == colour and nb.dcim.interfaces.get(port.id).speed == speed
+    assert nb.dcim.devices.get(foreign.id) is not None
+    foreign.delete()
+    assert sot_diff(nautobot, token_file, three).returncode == 0

@@ -148,6 +148,118 @@ def test_hand_edits_show_in_diff_and_block_push(netbox, token_file, plans):
     assert final.returncode == 0, final.stdout + final.stderr
 
 
+def wide_env() -> dict:
+    import os
+
+    return dict(os.environ, COLUMNS="300")
+
+
+def sot_diff(netbox, token_file, folder):
+    return rf("sot", "diff", str(folder), "--netbox", netbox.url, "--token-file", str(token_file), env=wide_env())
+
+
+def diff_rows(proc) -> set[tuple[str, ...]]:
+    """(change, object, name, field, live, planned) of every row `sot diff` printed."""
+    rows = set()
+    for line in proc.stdout.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│┃").split("│")]
+        if len(cells) == 6 and cells[0] in ("update", "missing", "unexpected", "conflict"):
+            rows.add(tuple(cells))
+    return rows
+
+
+def test_every_field_class_edited_by_hand_is_seen_refused_and_restored(netbox, token_file, plans):
+    """One hand edit per field class railforge owns (a cable's colour and length, a device's status and face, an
+    interface's speed and description, a rack's status, an address's status), an owned object the plan does not
+    know and a foreign one in the plan's site: `sot diff` shows each with its live and planned value, `push`
+    refuses, `--apply-changes` restores every owned one and leaves the foreign object alone."""
+    _, three = plans
+    assert sot_diff(netbox, token_file, three).returncode == 0
+    nb = api(netbox)
+    site = nb.dcim.sites.get(slug="tiny-roce")
+    cable = next(iter(nb.dcim.cables.filter(site_id=site.id, limit=1)))
+    colour, length = cable.color, float(cable.length)
+    cable.update({"color": "000000", "length": length + 7})
+    device = next(iter(nb.dcim.devices.filter(site_id=site.id, role="node", limit=1)))
+    device.update({"status": "active"})
+    port = next(i for i in nb.dcim.interfaces.filter(device_id=device.id) if i.speed)
+    speed, port_description = port.speed, port.description
+    port.update({"speed": 1000, "description": "moved by hand"})
+    rack = nb.dcim.racks.get(device.rack.id)
+    rack.update({"status": "deprecated"})
+    address = next(iter(nb.ipam.ip_addresses.filter(tag="railforge-tiny-roce", limit=1)))
+    address.update({"status": "deprecated"})
+    owned_vlan = nb.ipam.vlans.create(vid=3999, name="by-hand", status="active", site=site.id,
+                                      tags=[{"slug": "railforge-tiny-roce"}])
+    role = nb.dcim.device_roles.get(name=device.role.name)
+    foreign = nb.dcim.devices.create(name="by-hand-spare", site=site.id, role=role.id,
+                                     device_type=device.device_type.id, status="offline")
+
+    proc = sot_diff(netbox, token_file, three)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    rows = diff_rows(proc)
+    expected = {
+        ("update", "cable", cable.label, "color", "000000", colour),
+        ("update", "device", device.name, "status", "active", "planned"),
+        ("update", "interface", f"{device.name}:{port.name}", "speed", "1000", str(speed)),
+        ("update", "interface", f"{device.name}:{port.name}", "description", "moved by hand",
+         port_description or "(none)"),
+        ("update", "rack", rack.name, "status", "deprecated", "planned"),
+        ("update", "IP address", f"{address.assigned_object.device.name}:{address.address}", "status", "deprecated",
+         "active"),
+        ("unexpected", "VLAN", "3999", "", "railforge's tag, not in the plan", ""),
+        ("unexpected", "device", "by-hand-spare", "", "in the plan's scope, not in the plan (not railforge's)", ""),
+    }
+    lengths = [(float(live), float(planned)) for kind, cls, name, fld, live, planned in rows
+               if (cls, name, fld) == ("cable", cable.label, "length")]
+    assert lengths == [(length + 7, length)], sorted(rows)
+    assert expected <= rows, sorted(rows)
+    assert len(rows) == len(expected) + 1, sorted(rows - expected)
+
+    refused = push(netbox, token_file, three)
+    assert refused.returncode == 1 and "difference(s)" in refused.stderr, refused.stderr
+    assert nb.dcim.cables.get(cable.id).color == "000000"
+    fixed = push(netbox, token_file, three, "--apply-changes")
+    assert fixed.returncode == 0, fixed.stderr
+    assert "1 object(s) in the plan's scope that railforge does not own" in fixed.stderr
+    assert (nb.dcim.cables.get(cable.id).color, float(nb.dcim.cables.get(cable.id).length)) == (colour, length)
+    assert nb.dcim.devices.get(device.id).status.value == "planned"
+    assert nb.dcim.interfaces.get(port.id).speed == speed
+    assert nb.ipam.vlans.get(owned_vlan.id) is None
+    assert nb.dcim.devices.get(foreign.id) is not None
+    left = diff_rows(sot_diff(netbox, token_file, three))
+    assert left == {("unexpected", "device", "by-hand-spare", "", "in the plan's scope, not in the plan "
+                     "(not railforge's)", "")}
+    foreign.delete()
+    assert sot_diff(netbox, token_file, three).returncode == 0
+    assert writes(push(netbox, token_file, three)) == 0
+
+
+def test_a_second_cluster_with_the_same_asns_and_addresses(netbox, token_file, plans, tmp_path):
+    """Two railforge clusters in one NetBox, built from the same spec under two names: the same private ASNs and
+    the same addresses. The second push succeeds (each cluster's prefixes and addresses in its own VRF; the ASNs,
+    unique in NetBox, held by the first cluster's RIR and used as they are), both diffs are clean, and neither
+    push changes the other's objects."""
+    two, _ = plans
+    twin = yaml.safe_load(SPEC.read_text())
+    twin["name"] = "tiny-roce-twin"
+    other = build(tmp_path, yaml.safe_dump(twin), "twin")
+    nb = api(netbox)
+    asns_before = {a.asn: (a.id, a.rir.id, [t.slug for t in a.tags]) for a in nb.ipam.asns.all()}
+    first = push(netbox, token_file, other)
+    assert first.returncode == 0, first.stderr
+    assert writes(first) > 0
+    assert {a.asn: (a.id, a.rir.id, [t.slug for t in a.tags]) for a in nb.ipam.asns.all()} == asns_before
+    vrf = nb.ipam.vrfs.get(name="railforge-tiny-roce-twin")
+    theirs = {str(a.address) for a in nb.ipam.ip_addresses.filter(vrf_id=vrf.id, limit=5000)}
+    ours = {str(a.address) for a in nb.ipam.ip_addresses.filter(tag="railforge-tiny-roce", limit=5000)}
+    assert theirs and theirs <= ours
+    assert sot_diff(netbox, token_file, other).returncode == 0
+    assert writes(push(netbox, token_file, other)) == 0
+    proc = rf("sot", "diff", str(plans[1]), "--netbox", netbox.url, "--token-file", str(token_file))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_bad_token_url_and_foreign_objects(netbox, token_file, plans, tmp_path):
     two, _ = plans
     bad = tmp_path / "bad-token"
