@@ -208,8 +208,8 @@ def bmc_credentials(source: Path | None, environ: dict[str, str]):
 
 
 def _bmc(action: str, cluster: Path, hosts: str, host_macs: Path | None, bmc_credentials_file: Path | None,
-         url: str, system_id: str | None, concurrency: int, retries: int, timeout: float, insecure: bool,
-         ca_file: Path | None, out: Path | None, results: Path | None) -> None:
+         url: str, system_id: str | None, concurrency: int, retries: int, timeout: float, settle: float,
+         insecure: bool, ca_file: Path | None, out: Path | None, results: Path | None) -> None:
     import os
     import time
 
@@ -217,7 +217,7 @@ def _bmc(action: str, cluster: Path, hosts: str, host_macs: Path | None, bmc_cre
     from rich.text import Text
 
     from railforge.baremetal.identity import SelectionError, select
-    from railforge.baremetal.redfish import ERROR, OK, Settings, run
+    from railforge.baremetal.redfish import ERROR, MISMATCH, OK, UNKNOWN, Settings, run
 
     err = Console(stderr=True, soft_wrap=True)
     try:
@@ -232,10 +232,11 @@ def _bmc(action: str, cluster: Path, hosts: str, host_macs: Path | None, bmc_cre
         if not url.startswith(("http://", "https://")) or "{bmc}" not in url and "{host}" not in url:
             raise BootError(f"--url {url!r}: want a URL template naming {{bmc}} (the planned BMC IP) or {{host}}, "
                             "e.g. https://{bmc}")
-        if not 1 <= concurrency <= 1024 or not 0 <= retries <= 10 or not 0 < timeout <= 300:
-            raise BootError("--concurrency 1..1024, --retries 0..10, --timeout 0..300 s")
+        if not 1 <= concurrency <= 1024 or not 0 <= retries <= 10 or not 0 < timeout <= 300 or \
+                not 0 <= settle <= 3600:
+            raise BootError("--concurrency 1..1024, --retries 0..10, --timeout 0..300 s, --settle 0..3600 s")
         settings = Settings(url, system_id, concurrency, retries, timeout, verify_tls=not insecure,
-                            ca_file=str(ca_file) if ca_file else None)
+                            ca_file=str(ca_file) if ca_file else None, settle=settle)
     except HostMacError as exc:
         for e in exc.errors:
             say(err, "error", e)
@@ -246,18 +247,20 @@ def _bmc(action: str, cluster: Path, hosts: str, host_macs: Path | None, bmc_cre
     started = time.monotonic()
     got = run(ids, action, creds, settings)
     took = time.monotonic() - started
-    table = Table("host", "place", "status", "tries", "detail", title=f"railforge bmc {action}")
+    table = Table("host", "place", "status", "tries", "resets", "detail", title=f"railforge bmc {action}")
     for r in got:
         table.add_row(Text(r.host), Text(r.place), Text(r.status, style={OK: "green", ERROR: "red"}.get(
-            r.status, "yellow")), str(r.attempts), Text(r.detail.encode("unicode_escape").decode()))
+            r.status, "yellow")), str(r.attempts), str(r.resets), Text(r.detail.encode("unicode_escape").decode()))
     Console(soft_wrap=True).print(table)
     if results is not None:
         import json
 
-        results.write_text("".join(json.dumps({"host": r.host, "place": r.place, "status": r.status,
-                                               "detail": r.detail, "attempts": r.attempts}, sort_keys=True) + "\n"
-                                   for r in got))
-    counts = {s: sum(1 for r in got if r.status == s) for s in (OK, "mismatch", ERROR)}
+        tmp = results.with_name(f".{results.name}.{os.getpid()}")
+        tmp.write_text("".join(json.dumps({"host": r.host, "place": r.place, "status": r.status, "detail": r.detail,
+                                           "attempts": r.attempts, "resets": r.resets}, sort_keys=True) + "\n"
+                               for r in got))
+        os.replace(tmp, results)
+    counts = {s: sum(1 for r in got if r.status == s) for s in (OK, MISMATCH, UNKNOWN, ERROR)}
     say(err, "ok" if counts[OK] == len(got) else "note",
         f"{action} on {len(got)} hosts in {took:.1f} s (concurrency {concurrency}): "
         + ", ".join(f"{n} {s}" for s, n in counts.items()))
@@ -278,15 +281,18 @@ def _bmc_command(action: str, doc: str):
         system_id: Annotated[str | None, typer.Option(help="system Id template, e.g. {host} (default: the only "
                                                            "system the BMC lists)")] = None,
         concurrency: Annotated[int, typer.Option(help="BMCs talked to at once")] = 64,
-        retries: Annotated[int, typer.Option(help="retries after a transport error or HTTP 5xx")] = 3,
+        retries: Annotated[int, typer.Option(help="re-reads after a transport error or HTTP 5xx (a reset is "
+                                                  "never re-sent)")] = 3,
         timeout: Annotated[float, typer.Option(help="seconds per request")] = 10.0,
+        settle: Annotated[float, typer.Option(help="seconds to watch a BMC whose reset answer was late or 5xx "
+                                                   "for a sign the reset took effect")] = 120.0,
         insecure: Annotated[bool, typer.Option(help="do not verify the BMCs' TLS certificates")] = False,
         ca_file: Annotated[Path | None, typer.Option(help="CA bundle for the BMCs' certificates")] = None,
         out: OutOpt = None,
         results: Annotated[Path | None, typer.Option(help="also write one JSON line per host here")] = None,
     ) -> None:
         _bmc(action, cluster, hosts, host_macs, bmc_credentials, url, system_id, concurrency, retries, timeout,
-             insecure, ca_file, out, results)
+             settle, insecure, ca_file, out, results)
 
     command.__doc__ = doc
     return command
