@@ -14,6 +14,8 @@ from rich.markup import escape
 from railforge.baremetal.files import BootOptions, boot_files
 from railforge.baremetal.hostmacs import TEMPLATE, HostMacError, read_host_macs
 from railforge.baremetal.identity import identities
+from railforge.baremetal.installed import INSTALLED, InstalledError, read_installed
+from railforge.baremetal.reportkey import ReportKeyError, create_key, load_key
 from railforge.baremetal.tree import write_boot_tree
 from railforge.cli import show
 from railforge.inputs import is_control, shown
@@ -69,6 +71,8 @@ def host_file(cluster: Path, given: Path | None) -> Path:
 ClusterArg = Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")]
 HostMacsOpt = Annotated[Path | None, typer.Option(help=f"filled-in {TEMPLATE} (default: <cluster>/{TEMPLATE})")]
 OutOpt = Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")]
+ReportKeyOpt = Annotated[Path, typer.Option(help="the report-in key (0600; `boot files` creates it when missing): "
+                                                 "each host's token is derived from it")]
 
 def say(console: Console, level: str, text: str) -> None:
     colour = {"error": "red", "note": "yellow"}.get(level, "green")
@@ -80,7 +84,10 @@ def files_cmd(
     cluster: ClusterArg,
     server: Annotated[str, typer.Option(help="URL of the HTTP server whose document root is the generated folder")],
     report: Annotated[str, typer.Option(help="URL booted hosts POST to (railforge boot report-in)")],
+    report_key: ReportKeyOpt,
     host_macs: HostMacsOpt = None,
+    state: Annotated[Path | None, typer.Option(help=f"report-in's state folder: hosts in its {INSTALLED} keep "
+                                                    "booting from their disks")] = None,
     credentials: Annotated[str | None, typer.Option(help="YAML with admin_password_hash and ssh_authorized_keys "
                                                          "for installed hosts; '-' reads stdin")] = None,
     dns: Annotated[list[str] | None, typer.Option(help="DNS server for installed hosts (repeat)")] = None,
@@ -108,19 +115,28 @@ def files_cmd(
                 raise BootError(f"{option} {value!r}: want one word without spaces")
         opts = BootOptions(http_url("--server", server), http_url("--report", report), console,
                            tuple(kernel_arg or ()), tuple(dns or ()), domain, disk, http_url("--mirror", mirror))
-        written = boot_files(ids, opts, creds)
+        installed = frozenset(read_installed(state / INSTALLED, ids)) if state and (state / INSTALLED).exists() \
+            else frozenset()
+        created = create_key(report_key)
+        written = boot_files(ids, opts, creds, load_key(report_key), installed)
         write_boot_tree(generated, written)
     except HostMacError as exc:
         for e in exc.errors:
             say(err, "error", e)
         raise typer.Exit(2) from None
-    except (BuildError, CredentialError, BootError, OSError) as exc:
+    except (BuildError, CredentialError, BootError, ReportKeyError, InstalledError, OSError) as exc:
         say(err, "error", str(exc))
         raise typer.Exit(2) from None
+    if created:
+        say(err, "note", f"created the report-in key {report_key} (0600); give report-in the same file")
     booting = [i for i in ids if i.boot_mac]
     targets = {t: sum(1 for i in booting if i.target == t) for t in IMAGES}
     say(err, "ok", f"wrote {len(written)} files to {generated / 'boot'}: {len(booting)} hosts boot "
-        f"({', '.join(f'{n} {t}' for t, n in targets.items())}); {len(ids) - len(booting)} without a boot MAC")
+        f"({', '.join(f'{n} {t}' for t, n in targets.items())}); {len(ids) - len(booting)} without a boot MAC"
+        + (f"; {len(installed)} installed boot from their disks" if installed else ""))
+    if targets["installer"] and state is None:
+        say(err, "note", f"installer hosts get the installer: pass --state (report-in's folder) so that hosts in its "
+            f"{INSTALLED} keep booting from their disks")
     for target, names in IMAGES.items():
         folder = generated / "boot" / "images" / IMAGE_DIRS[target]
         missing = [n for n in names if not (folder / n).is_file()]
@@ -145,6 +161,7 @@ def report_in_cmd(
     cluster: ClusterArg,
     listen: Annotated[str, typer.Option(help="ADDRESS:PORT to serve POST /register on")],
     state: Annotated[Path, typer.Option(help="folder for reports.jsonl, booted-hosts.txt, findings.csv")],
+    report_key: ReportKeyOpt,
     host_macs: HostMacsOpt = None,
     out: OutOpt = None,
 ) -> None:
@@ -153,15 +170,15 @@ def report_in_cmd(
 
     err = Console(stderr=True, soft_wrap=True)
     try:
-        plan, _ = outdir.load(cluster, out)
+        plan, generated = outdir.load(cluster, out)
         ids = identities(plan, read_host_macs(host_file(cluster, host_macs), plan))
         address, port = _listen(listen)
-        server = serve(ids, state, address, port)
+        server = serve(ids, state, address, port, load_key(report_key), generated)
     except HostMacError as exc:
         for e in exc.errors:
             say(err, "error", e)
         raise typer.Exit(2) from None
-    except (BuildError, BootError, OSError) as exc:
+    except (BuildError, BootError, ReportKeyError, InstalledError, OSError) as exc:
         say(err, "error", str(exc))
         raise typer.Exit(2) from None
     say(err, "ok", f"report-in on http://{listen}/register for {sum(1 for i in ids if i.boot_mac)} hosts; "

@@ -1,7 +1,7 @@
 #!/bin/busybox sh
-# /init of the test's stateless image: bring up the NIC the node PXE-booted from (BOOTIF), DHCP on it, report
-# host name, MAC, addresses and DMI serial to railforge.report, then power off. (No `wget -T`: it segfaults in
-# busybox-static 1.35.)
+# /init of the test's busybox image: bring up the NIC the node PXE-booted from (BOOTIF), DHCP on it, report host
+# name, MAC, addresses and DMI serial to railforge.report with the host's railforge.token, then power off. (No
+# `wget -T`: it segfaults in busybox-static 1.35.)
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -11,6 +11,7 @@ for w in $(cat /proc/cmdline); do
   case "$w" in
     railforge.host=*) HOST=${w#*=} ;;
     railforge.report=*) REPORT=${w#*=} ;;
+    railforge.token=*) TOKEN=${w#*=} ;;
     BOOTIF=01-*) MAC=$(echo "${w#BOOTIF=01-}" | tr - :) ;;
   esac
 done
@@ -31,7 +32,7 @@ ADDRS=$(ip -4 -o addr show dev "$IF" | awk '{printf "%s\"%s\"", sep, $4; sep=","
 SERIAL=$(cat /sys/class/dmi/id/product_serial 2>/dev/null)
 BODY="{\"host\":\"$HOST\",\"mac\":\"$MAC\",\"addresses\":[$ADDRS],\"serial\":\"$SERIAL\"}"
 echo "railforge-init: POST $BODY"
-if wget -q -O /tmp/answer --header "Content-Type: application/json" --post-data "$BODY" "$REPORT"; then
+if wget -q -O /tmp/answer --header "Content-Type: application/json" --header "Authorization: Bearer $TOKEN" --post-data "$BODY" "$REPORT"; then
   echo "railforge-init: answer $(cat /tmp/answer)"
 else
   echo "railforge-init: report failed"

@@ -83,7 +83,7 @@ def lab(tmp_path_factory):
     tftp.mkdir()
     shutil.copy(SNPONLY, tftp / "ipxe.efi")
     run_cli("boot", "files", str(base), "--out", str(out), "--server", server, "--report", report,
-            "--kernel-arg", "panic=5")
+            "--report-key", str(base / "report.key"), "--kernel-arg", "panic=5")
     images = out / "boot" / "images" / "stateless"
     images.mkdir(parents=True)
     for src in build_image():
@@ -119,7 +119,8 @@ def lab(tmp_path_factory):
         procs.append(subprocess.Popen(["ip", "netns", "exec", NS, sys.executable, "-c",
                                        "from railforge.cli.main import app; app()", "boot", "report-in", str(base),
                                        "--out", str(out), "--listen", f"{gateway}:{REPORT_PORT}",
-                                       "--state", str(base / "state")], cwd=ROOT,
+                                       "--state", str(base / "state"), "--report-key", str(base / "report.key")],
+                                      cwd=ROOT,
                                       stdout=(base / "report-in.log").open("w"), stderr=subprocess.STDOUT))
         deadline = time.monotonic() + 30
         while "DHCP4_STARTED" not in kea_log.read_text() or "report-in on" not in (base / "report-in.log").read_text():
