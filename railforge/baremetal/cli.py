@@ -24,7 +24,7 @@ from railforge.plan.outdir import BuildError
 from railforge.provision.credentials import CredentialError, load_credentials
 
 boot_app = typer.Typer(no_args_is_help=True, help=__doc__)
-IMAGES = {"stateless": ("vmlinuz", "initrd.img"), "installer": ("linux", "initrd.gz")}
+IMAGES = {"stateless": ("vmlinuz", "initrd.img", "filesystem.squashfs"), "installer": ("linux", "initrd.gz")}
 IMAGE_DIRS = {"stateless": "stateless", "installer": "debian-installer"}
 
 
@@ -142,6 +142,37 @@ def files_cmd(
         missing = [n for n in names if not (folder / n).is_file()]
         if targets[target] and missing:
             say(err, "note", f"{target} hosts need {', '.join(missing)} in {folder}")
+
+
+@boot_app.command("image")
+def image_cmd(
+    out: Annotated[Path, typer.Option(help="folder for vmlinuz, initrd.img, filesystem.squashfs, manifest.json "
+                                           "(usually <generated>/boot/images/stateless)")],
+    mirror: Annotated[str, typer.Option(help="Debian mirror")] = "http://deb.debian.org/debian",
+    credentials: Annotated[str | None, typer.Option(help="YAML whose ssh_authorized_keys go to root's "
+                                                         "authorized_keys ('-' reads stdin); nothing else is used")
+                           ] = None,
+    package: Annotated[list[str] | None, typer.Option(help="one more Debian package (repeat)")] = None,
+) -> None:
+    """Build the stateless node image from Debian 12 (needs root, debootstrap, squashfs-tools; minutes)."""
+    import re
+
+    from railforge.baremetal.image import ImageError, ImageOptions, build
+
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        for p in package or []:
+            if not re.fullmatch(r"[a-z0-9][a-z0-9+.-]{1,100}", p):
+                raise BootError(f"--package {shown(p)}: want a Debian package name such as lldpd")
+        creds = load_credentials(credentials)
+        opts = ImageOptions(out, http_url("--mirror", mirror), tuple(creds.ssh_authorized_keys), tuple(package or ()))
+        manifest = build(opts, log=lambda m: say(err, "note", m))
+    except (BootError, CredentialError, ImageError, OSError) as exc:
+        say(err, "error", str(exc))
+        raise typer.Exit(2) from None
+    sizes = ", ".join(f"{n} {f['bytes'] / 2 ** 20:.1f} MiB" for n, f in manifest["files"].items())
+    say(err, "ok", f"stateless image (kernel {manifest['kernel']}, {len(manifest['packages'])} packages) in {out}: "
+        f"{sizes}; built in {manifest['build_seconds']:.0f} s")
 
 
 def _listen(value: str) -> tuple[str, int]:

@@ -9,13 +9,14 @@ Layout (the HTTP server's document root is the generated folder, as for ZTP; the
     boot/preseed/<host>.cfg                  installer target: Debian 12 preseed (address, disk, keys, report-in)
     boot/report/railforge-report(.service)   the report-in client and its unit, fetched by the installer's late
                                              command (the stateless image carries its own copy)
-    boot/images/stateless/{vmlinuz,initrd.img}          the stateless image (the user's, or the test's)
+    boot/images/stateless/{vmlinuz,initrd.img,filesystem.squashfs}   the stateless image (`railforge boot image`)
     boot/images/debian-installer/{linux,initrd.gz}      Debian's netboot installer
 
 The kernel command line names the host (`railforge.host`, `railforge.rack`, `railforge.u`), the NIC it booted
 from (`BOOTIF=01-<mac>`, as PXELINUX and the Debian installer read it), where to report in (`railforge.report`) and
 the host's report-in token (`railforge.token`, see reportkey.py); the stateless image's report unit uses them, the
-installer ignores what it does not know.
+installer ignores what it does not know. A stateless host also gets `boot=railforge` and `railforge.image=<URL of
+filesystem.squashfs>`, which the image's initramfs reads (image/railforge.boot).
 
 An installer host's preseed ends with a late command that installs the host's SSH keys, writes the report-in
 settings (/etc/railforge/report-in.json, 0600), fetches the report-in client and its unit into the target, enables
@@ -70,6 +71,7 @@ def host_script_path(i: BootIdentity) -> str:
 
 
 CLIENT = ("railforge-report", "railforge-report-in.service")
+SQUASHFS = "filesystem.squashfs"
 REPORT_CONFIG = "/etc/railforge/report-in.json"
 
 
@@ -77,6 +79,8 @@ def cmdline(i: BootIdentity, opts: BootOptions, token: str) -> str:
     assert i.boot_mac
     args = [f"BOOTIF=01-{hexhyp(i.boot_mac)}", f"railforge.host={i.host}", f"railforge.rack={i.rack}",
             f"railforge.u={i.u}", f"railforge.report={opts.report}", f"railforge.token={token}"]
+    if i.target == "stateless":
+        args += ["boot=railforge", f"railforge.image={opts.server}/boot/images/stateless/{SQUASHFS}"]
     if i.target == "installer":
         args += ["auto=true", "priority=critical", f"url={opts.server}/boot/preseed/{i.host}.cfg",
                  f"hostname={i.host}", f"domain={opts.domain}"]

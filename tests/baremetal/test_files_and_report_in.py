@@ -76,9 +76,11 @@ def test_scripts_carry_the_planned_identity_and_are_deterministic(installer) -> 
     assert script.startswith("#!ipxe\n") and stat.S_IMODE(path.stat().st_mode) == 0o600
     kernel = next(ln for ln in script.splitlines() if ln.startswith("kernel "))
     token = host_token(key, gpu1.host, gpu1.boot_mac)
-    assert kernel.split()[4:11] == ["initrd=initrd.img", f"BOOTIF=01-{gpu1.boot_mac.replace(':', '-')}",
+    assert kernel.split()[4:13] == ["initrd=initrd.img", f"BOOTIF=01-{gpu1.boot_mac.replace(':', '-')}",
                                    "railforge.host=su001-gpu01", f"railforge.rack={gpu1.rack}",
-                                   f"railforge.u={gpu1.u}", f"railforge.report={REPORT}", f"railforge.token={token}"]
+                                   f"railforge.u={gpu1.u}", f"railforge.report={REPORT}", f"railforge.token={token}",
+                                   "boot=railforge", f"railforge.image={SERVER}/boot/images/stateless/"
+                                   "filesystem.squashfs"]
     assert len(token) == 32 and token != host_token(key, "su001-gpu02", gpu1.boot_mac)
     assert f"{SERVER}/boot/images/stateless/vmlinuz" in kernel
     entry = (out / "boot" / "boot.ipxe").read_text()
