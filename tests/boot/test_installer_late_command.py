@@ -80,6 +80,12 @@ def test_installer_late_command_reports_installed_and_switches_the_host_to_its_d
     mounts = (f"mount -t squashfs -o ro,loop {image / 'filesystem.squashfs'} {base / 'lower'} && "
               f"mount -t overlay -o lowerdir={base / 'lower'},upperdir={upper},workdir={work} overlay {di / 'target'}"
               f" && mount -t proc proc {di / 'target' / 'proc'} && mount -t sysfs sys {di / 'target' / 'sys'}")
+    # The image carries the client, its unit enabled and /etc/railforge; a freshly installed system has none of them,
+    # so they are removed from /target (whiteouts in the upper folder) and the late command must put each back.
+    fresh = " ".join(str(di / "target" / p) for p in (
+        "usr/local/sbin/railforge-report", "etc/systemd/system/railforge-report-in.service",
+        "etc/systemd/system/multi-user.target.wants/railforge-report-in.service", "etc/railforge"))
+    mounts += f" && rm -rf {fresh} && ! ls -d {fresh} 2>/dev/null"
     (base / "lower").mkdir()
 
     for ns in (SRV, NODE):
