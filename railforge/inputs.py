@@ -20,6 +20,7 @@ Every refusal is an `InputError`, rendered `FILE: message` or `FILE:LINE: messag
 from __future__ import annotations
 
 import os
+import reprlib
 import stat
 import unicodedata
 from pathlib import Path
@@ -51,9 +52,30 @@ class InputError(ValueError):
         super().__init__(f"{where}: {message}")
 
 
+class _Bounded(reprlib.Repr):
+    """repr to three levels, four items a level, 40 characters a string; an integer past MAX_INT_DIGITS digits
+    of over ~300 digits by its size (repr refuses one past 4,300 digits)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel = 3
+        self.maxlist = self.maxtuple = self.maxdict = self.maxset = self.maxfrozenset = 4
+        self.maxstring = self.maxother = 40
+
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 1000:
+            return f"<an integer of about {int(x.bit_length() * 0.30103) + 1:,} digits>"
+        return repr(x)
+
+
 def shown(value: object, limit: int = 60) -> str:
-    """A value as an error echoes it: its repr (control characters escaped), cut short."""
-    text = repr(value)
+    """A value as an error echoes it: its repr (control characters escaped), cut short. A container is shown to
+    three levels (a 100,000-deep list raised RecursionError while its error message was built), a huge integer
+    by its size."""
+    if isinstance(value, (list, tuple, dict, set, frozenset)) or type(value) is int:
+        text = _Bounded().repr(value)
+    else:
+        text = repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 

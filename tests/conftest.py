@@ -29,7 +29,8 @@ def run_cli(*args: str, env: dict | None = None, check: bool = True) -> subproce
     cmd = [sys.executable, "-c", "from railforge.cli.main import app; app()", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=ROOT)
     if check and proc.returncode != 0:
-        raise AssertionError(f"railforge {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+        last = next((ln.strip(" │|") for ln in reversed(proc.stderr.splitlines()) if any(c.isalnum() for c in ln)), "")
+        raise AssertionError(f"railforge {' '.join(args)} failed ({proc.returncode}): {last[:300]}\n{proc.stderr}")
     return proc
 
 

@@ -19,11 +19,12 @@ from railforge.acceptance import document, ecmppin, jobs, labrun
 from railforge.acceptance.analysis import Analysis, analyse
 from railforge.acceptance.ibroutes import TraceError
 from railforge.acceptance.lft import LftError, read_lfts
-from railforge.acceptance.results import Reader, ReadError, read_acceptance_plan
+from railforge.acceptance.results import Reader, ReadError, Results, read_acceptance_plan
 from railforge.acceptance.rounds import RoundsError
 from railforge.acceptance.scope import restrict
 from railforge.acceptance.thresholds import Durations
 from railforge.acceptance.workorder import write_suspect_work_order
+from railforge.formats.output import describe, write_file
 from railforge.lab.scope import ScopeError, lab_topology
 from railforge.lab.state import load_state
 from railforge.plan import outdir
@@ -32,7 +33,7 @@ from railforge.plan.tables import PlanIndex
 
 acceptance_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 ClusterArg = Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")]
-OutOpt = Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")]
+OutOpt = Annotated[Path | None, typer.Option(help="generated folder (default: the cluster's generated/)")]
 
 
 def _err(msg: str, code: int = 2) -> typer.Exit:
@@ -68,7 +69,7 @@ def hms(seconds: int) -> str:
 def plan_cmd(
     cluster: ClusterArg,
     out: OutOpt = None,
-    to: Annotated[Path | None, typer.Option(help="folder to write (default: <generated>/acceptance)")] = None,
+    to: Annotated[Path | None, typer.Option(help="folder to write (default: generated/acceptance)")] = None,
     confidence: Annotated[float, typer.Option(min=0.5, max=0.999999,
                                               help="chance that ECMP flows cross every upper cable")] = 0.99,
     pair_seconds: Annotated[int, typer.Option(min=1, help="ib_write_bw duration per pair test")] = 30,
@@ -146,7 +147,7 @@ def analyze(
     cluster: ClusterArg,
     results: Annotated[Path, typer.Argument(help="results folder the jobs wrote (round-NN/, nccl/, dcgm/)")],
     out: OutOpt = None,
-    acceptance: Annotated[Path | None, typer.Option(help="acceptance folder (default: <generated>/acceptance)")]
+    acceptance: Annotated[Path | None, typer.Option(help="acceptance folder (default: generated/acceptance)")]
     = None,
     min_gbps: Annotated[float | None, typer.Option(min=0.0, help="pair pass threshold in Gb/s (default: the "
                                                    "plan's, from link speed and oversubscription)")] = None,
@@ -166,12 +167,14 @@ def analyze(
     a = analyse(doc, res)
     rows = suspect_rows(plan, a)
     c = Console(highlight=False, emoji=False)
+    if not c.is_terminal:  # piped or logged: rows whole on one line each, for grep
+        c = Console(highlight=False, emoji=False, width=250)
     c.print(Text(f"{doc.cluster}: {a.ok} pair tests passed, {a.slow} slow, {a.failed} failed, {a.missing} without "
                  f"a usable result; {len(res.skipped)} files skipped"))
     if rows:
         t = Table(title="suspect cables (on several slow paths, on no healthy one)")
         for col in ("#", "cable", "tier", "slow paths", "lowest Gb/s", "A end", "B end"):
-            t.add_column(col)
+            t.add_column(col, overflow="fold")
         for r in rows:
             low = "failed" if r["lowest_gbps"] is None else f"{r['lowest_gbps']:.3g}"
             t.add_row(str(r["rank"]), Text(r["cable"]), Text(r["tier"]), str(r["slow_paths"]), low, _end(r["a"]),
@@ -194,11 +197,21 @@ def analyze(
     dcgm_bad = {k: v for k, v in res.dcgm.items() if v}
     c.print(Text(f"DCGM: {len(res.dcgm) - len(dcgm_bad)} nodes passed, {len(dcgm_bad)} failed"
                  + (f" ({', '.join(f'{k}: {v[0]}' for k, v in sorted(dcgm_bad.items())[:5])})" if dcgm_bad else "")))
-    if work_order is not None and rows:
-        steps = write_suspect_work_order(plan, a, work_order)
-        c.print(Text(f"work order: {work_order} ({steps} steps)"))
-    if json_out is not None:
-        json_out.write_bytes(orjson.dumps({
+    try:
+        if work_order is not None and rows:
+            steps = write_suspect_work_order(plan, a, work_order)
+            c.print(Text(f"work order: {work_order} ({steps} steps)"))
+        if json_out is not None:
+            _write_analysis(json_out, a, res, rows, nccl_bad, dcgm_bad)
+    except OSError as exc:
+        raise _err(describe(exc)) from None
+    if a.slow or a.failed or rows or a.bundles or nccl_bad or dcgm_bad:
+        raise typer.Exit(1)
+
+
+def _write_analysis(json_out: Path, a: Analysis, res: Results, rows: list[dict], nccl_bad: dict,
+                    dcgm_bad: dict) -> None:
+    write_file(json_out, orjson.dumps({
             "suspects": rows,
             "bundles": [{"bundle": b.cable, "slow_paths": b.slow_paths, "tests": list(b.tests)} for b in a.bundles],
             "ok": a.ok, "slow": a.slow, "failed": a.failed, "missing": a.missing,
@@ -207,8 +220,6 @@ def analyze(
             "skipped": dict(sorted(res.skipped_counts().items())),
             "skipped_files": [{"file": s.file, "reason": s.reason, "detail": s.detail} for s in res.skipped],
             "nccl_failed": sorted(nccl_bad), "dcgm_failed": sorted(dcgm_bad)}, option=orjson.OPT_INDENT_2))
-    if a.slow or a.failed or rows or a.bundles or nccl_bad or dcgm_bad:
-        raise typer.Exit(1)
 
 
 @acceptance_app.command("lab-run")
@@ -218,7 +229,7 @@ def lab_run(
     lab: Annotated[str, typer.Option(help="prefix of the running lab")],
     out: OutOpt = None,
     acceptance: Annotated[Path | None, typer.Option(help="acceptance folder planned with --lab (default: "
-                                                    "<generated>/acceptance)")] = None,
+                                                    "acceptance/ in the generated folder)")] = None,
     seconds: Annotated[float, typer.Option(min=0.5, max=600, help="iperf3 seconds per test")] = 2.0,
     rate: Annotated[str, typer.Option(help="iperf3 -b rate per test")] = "100M",
     pin_paths: Annotated[bool, typer.Option(help="choose each test's TCP ports so its flows take one path the lab's "

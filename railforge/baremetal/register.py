@@ -22,6 +22,7 @@ Hand-written on http.server: one route, no framework needed, and no dependency o
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -251,6 +252,11 @@ def handler_for(registry: Registry) -> type[BaseHTTPRequestHandler]:
         server_version = "railforge-report-in"
         sys_version = ""
         timeout = 10
+
+        def handle(self) -> None:
+            """A client that hangs up, resets or stalls ends its own connection, without a traceback."""
+            with contextlib.suppress(ConnectionError, TimeoutError):
+                super().handle()
 
         def _answer(self, code: int, body: dict) -> None:
             data = (json.dumps(body, sort_keys=True) + "\n").encode()

@@ -3,6 +3,7 @@ previous output only when the whole build succeeded."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -29,6 +30,23 @@ OWN_FILE = PLAN
 def describe(exc: OSError) -> str:
     where = f" {exc.filename}" if exc.filename else ""
     return f"cannot write{where}: {exc.strerror or exc}"
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """One file written atomically: a temporary file beside `path`, then a rename, so a failed write (a full
+    disk, a path such as /proc/version that takes no write) leaves what was there."""
+    path = path.absolute()
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "xb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        raise
 
 
 def no_group_or_other_write() -> None:

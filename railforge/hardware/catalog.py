@@ -1,4 +1,5 @@
-"""The switch and media catalog shipped with railforge, merged with the spec's own `catalog:`."""
+"""The switch, media and GPU server catalog shipped with railforge, merged with the spec's own `catalog:`; and
+the compute HCA names a spec's nodes get (`compute_hcas`), the one place that chooses them."""
 
 from __future__ import annotations
 
@@ -39,6 +40,40 @@ def merged_catalog(spec: ClusterSpec) -> Catalog:
         orderable_lengths_m=spec.catalog.orderable_lengths_m or base.orderable_lengths_m,
         nodes={**base.nodes, **spec.catalog.nodes},
     )
+
+
+@dataclass(frozen=True, slots=True)
+class HcaChoice:
+    """The compute (rail) RDMA device names of the spec's nodes, in rail order; `guess` says why they are a guess
+    (None: the spec names them, or the catalog cites the vendor's document)."""
+
+    names: list[str]
+    guess: str | None
+
+
+def compute_hcas(spec: ClusterSpec, catalog: Catalog) -> HcaChoice:
+    """node.compute.hcas; else the catalog model's `hcas` when it has one per rail; else mlx5_0... (a guess)."""
+    nic = spec.node.compute
+    if nic.hcas:
+        return HcaChoice(list(nic.hcas), None)
+    model = spec.node.model
+    hw = catalog.nodes.get(model)
+    fallback = [f"mlx5_{k}" for k in range(nic.ports)]
+    if hw is None or not hw.hcas:
+        where = "names no compute HCAs" if hw else "is not in the catalog"
+        return HcaChoice(fallback, f"catalog model {model!r} {where}, so the plan uses {_names(fallback)}")
+    if len(hw.hcas) != nic.ports:
+        return HcaChoice(fallback, f"catalog model {model!r} names {len(hw.hcas)} compute HCAs "
+                                   f"({_names(hw.hcas)}) but node.compute.ports is {nic.ports}, so the plan uses "
+                                   f"{_names(fallback)}")
+    if hw.hcas_source is None:
+        return HcaChoice(list(hw.hcas), f"catalog model {model!r} names {_names(hw.hcas)} without a vendor "
+                                        "document (no hcas_source)")
+    return HcaChoice(list(hw.hcas), None)
+
+
+def _names(names: list[str]) -> str:
+    return ",".join(names)
 
 
 def media_rules(catalog: Catalog, speed_mbps: int) -> list[MediaRule]:

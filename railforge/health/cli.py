@@ -22,15 +22,17 @@ health_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc_
 
 def _listen(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
-    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise typer.BadParameter(f"--listen must be HOST:PORT, not {text!r}")
+    if not host or not port.isascii() or not port.isdigit() or not 0 <= int(port) <= 65535:
+        Console(stderr=True, soft_wrap=True).print(show.line(
+            "error", "red", f"--listen {show.plain(text)}: want HOST:PORT with a port 0-65535, such as 127.0.0.1:9777"))
+        raise typer.Exit(2)
     return host, int(port)
 
 
 @health_app.command("serve")
 def serve_cmd(
     cluster: Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")],
-    out: Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")] = None,
+    out: Annotated[Path | None, typer.Option(help="generated folder (default: the cluster's generated/)")] = None,
     listen: Annotated[str, typer.Option(help="HOST:PORT for Alertmanager's webhook (POST /alerts)")]
     = "127.0.0.1:9777",
     state_dir: Annotated[Path, typer.Option(help="state.json, actions.log and workorders/ go here")]

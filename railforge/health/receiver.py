@@ -58,6 +58,7 @@ class ReceiverConfig:
     rate_per_s: float = 5.0
     burst: int = 20
     policy: Policy = field(default_factory=Policy)
+    client_timeout: float = 10  # seconds a client may take per read: a slow or lying one does not hold a thread
 
 
 class TokenBucket:
@@ -222,6 +223,14 @@ class Engine:
 def handler(engine: Engine, bucket: TokenBucket) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "railforge-health"
+        timeout = engine.cfg.client_timeout
+
+        def handle(self) -> None:
+            """A client that hangs up, resets or stalls ends its own connection: one log line, no traceback."""
+            try:
+                super().handle()
+            except (ConnectionError, TimeoutError) as exc:
+                engine.log("connection-dropped", peer=self.client_address[0], error=type(exc).__name__)
 
         def _reply(self, code: int, body: dict) -> None:
             data = (json.dumps(body, sort_keys=True) + "\n").encode()

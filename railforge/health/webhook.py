@@ -14,6 +14,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from railforge.inputs import shown
+
 MAX_BODY = 1 << 20
 MAX_ALERTS = 2000
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,127}$")
@@ -76,6 +78,8 @@ def parse_webhook(body: bytes, source: str = "webhook") -> Webhook:
         raw = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise WebhookError(f"{source}: not JSON: {exc}") from None
+    except ValueError:  # Python refuses to parse an integer of over 4,300 digits
+        raise WebhookError(f"{source}: a number of over 4,300 digits; no field takes one") from None
     except RecursionError:
         raise WebhookError(f"{source}: JSON nested too deeply") from None
     if not isinstance(raw, dict):
@@ -84,6 +88,6 @@ def parse_webhook(body: bytes, source: str = "webhook") -> Webhook:
         return Webhook.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        value = repr(first.get("input"))[:80]
+        value = shown(first.get("input"), 80)
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise WebhookError(f"{source}: {_place(first['loc'])}: {first['msg']} (got {value}){more}") from None

@@ -22,9 +22,11 @@ from railforge.change.compare import compare as compare_plans
 from railforge.cli import show
 from railforge.inputs import InputError
 from railforge.lab import checks, daemons, fabric, failure, hitless, ibsim, runner
+from railforge.lab.ifnames import lab_plan
 from railforge.lab.scope import LabTopology, ScopeError, lab_topology, parse_sus
 from railforge.lab.shell import CommandError, ns_pids
 from railforge.lab.state import LabState, load_state
+from railforge.nos.profile import TranslationError
 from railforge.plan import outdir
 from railforge.plan.model import Plan
 from railforge.plan.outdir import BuildError
@@ -53,9 +55,10 @@ def _err(msg: str, code: int = 2) -> typer.Exit:
 
 def _plan(cluster: Path, out: Path | None) -> tuple[Plan, Path]:
     try:
-        return load_generated_plan(cluster, out)
+        plan, folder = load_generated_plan(cluster, out)
     except (BuildError, InputError) as exc:
         raise _err(str(exc)) from None
+    return lab_plan(plan), folder
 
 
 def _running(cluster: Path, out: Path | None, prefix: str) -> tuple[Plan, LabState, LabTopology]:
@@ -256,11 +259,12 @@ def _pinging(topo: LabTopology, advice: str) -> Iterator[hitless.Pings]:
 @lab_app.command()
 def grow(cluster: ClusterArg, to: GrowTo, out: OutOpt = None, prefix: PrefixOpt = "rf-", wait: WaitOpt = 120,
          json_out: JsonOpt = None) -> None:
-    """Grow the running lab to the new build: frr-reload.py on every running switch whose frr.conf changed (no
-    restart), then the new SU's switches and nodes; measure session resets, ping loss and reachability."""
+    """Grow the running lab to the new build: frr-reload.py on every running switch whose FRR configuration (its
+    frr.conf, or its OS's translation of its file) changed (no restart), then the new SU's switches and nodes;
+    measure session resets, ping loss and reachability."""
     plan, state, topo = _running(cluster, out, prefix)
     try:
-        new = load_generated_plan(to, to)[0]
+        new = lab_plan(load_generated_plan(to, to)[0])
     except (BuildError, InputError) as exc:
         raise _err(str(exc)) from None
     if new.cluster.name != plan.cluster.name:
@@ -279,15 +283,19 @@ def grow(cluster: ClusterArg, to: GrowTo, out: OutOpt = None, prefix: PrefixOpt 
         raise _err(str(exc)) from None
     old_dir, new_dir = Path(o["generated"]) / outdir.CONFIGS, to / outdir.CONFIGS
     running = [s.name for s in topo.switches]
+    try:
+        confs = {sw.name: runner.frr_text(new_dir, sw) for sw in new_topo.switches}
+        changed = {sw.name: confs[sw.name] for sw in topo.switches if confs[sw.name] != runner.frr_text(old_dir, sw)}
+    except (TranslationError, OSError) as exc:
+        raise _err(str(exc)) from None
     c = _console()
     before = hitless.snapshot(state, running)
     with _pinging(topo, "the lab is partly grown: `railforge lab down` removes all of it") as pings:
         time.sleep(2)
         reloaded, t0 = [], time.monotonic()
-        for name in running:
-            if (old_dir / name / "frr.conf").read_bytes() != (new_dir / name / "frr.conf").read_bytes():
-                hitless.frr_reload(state, name, new_dir / name / "frr.conf")
-                reloaded.append(name)
+        for name, conf in changed.items():
+            hitless.frr_reload(state, name, conf)
+            reloaded.append(name)
         reload_s = time.monotonic() - t0
         c.print(f"frr-reload.py applied the new frr.conf to {len(reloaded)} running switches in {reload_s:.1f} s",
                 highlight=False)

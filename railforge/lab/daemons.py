@@ -26,7 +26,7 @@ def device_dir(state: LabState, device: str) -> Path:
     return Path(state.run_dir) / device
 
 
-def _wait_for(path: Path, timeout: float = 10) -> None:
+def _wait_for(path: Path, timeout: float = 60) -> None:
     end = time.monotonic() + timeout
     while not path.exists():
         if time.monotonic() > end:
@@ -36,7 +36,7 @@ def _wait_for(path: Path, timeout: float = 10) -> None:
 
 def _pid(path: Path) -> int:
     _wait_for(path)
-    end = time.monotonic() + 5
+    end = time.monotonic() + 30
     while not (text := path.read_text().strip()):
         if time.monotonic() > end:
             raise CommandError(f"{path} stayed empty")
@@ -50,7 +50,7 @@ def vtysh(state: LabState, device: str, *commands: str, daemon: str | None = Non
         args += ["-d", daemon]
     for c in commands:
         args += ["-c", c]
-    return run(args, timeout=30)
+    return run(args, timeout=90)
 
 
 def vtysh_json(state: LabState, device: str, command: str) -> dict:

@@ -121,12 +121,13 @@ class Pings:
                 p.wait()
 
 
-def frr_reload(state: LabState, device: str, new_conf: Path) -> str:
-    """Apply a new frr.conf to a running switch with FRR's frr-reload.py: it diffs the running configuration
-    (read over this switch's private vty sockets) against the file and sends only the differences."""
+def frr_reload(state: LabState, device: str, new_conf: str) -> str:
+    """Apply a new FRR configuration (`runner.frr_text`: the generated frr.conf, or an OS's translation of its
+    file) to a running switch with FRR's frr-reload.py: it diffs the running configuration (read over this switch's
+    private vty sockets) against it and sends only the differences."""
     d = daemons.device_dir(state, device)
     staged = d / "frr.conf.new"
-    shutil.copyfile(new_conf, staged)
+    staged.write_text(new_conf)
     shutil.chown(staged, "frr", "frr")
     args = ["python3", str(FRR_RELOAD), "--reload", "--stdout", "--bindir", "/usr/bin", "--confdir", str(d),
             "--rundir", str(d), "--vty_socket", str(d), str(staged)]

@@ -9,12 +9,13 @@ it takes the package attribute's name (import the dataclass as `from railforge.n
 
 from __future__ import annotations
 
-from railforge.nos import cumulus, mlnx_os, sonic
+from railforge.nos import cumulus, eos, mlnx_os, sonic
 from railforge.nos.profile import Fabric, Kind, LldpTable, NosProfile
 
 _PROFILES: dict[str, NosProfile] = {p.name: p for p in (
     sonic.PROFILE,
     cumulus.PROFILE,
+    eos.PROFILE,
     mlnx_os.PROFILE,
 )}
 

@@ -11,7 +11,8 @@ asks the profile, through the registry (`railforge.nos`), and never imports the 
   planning checks (`plan_checks`);
 - the build runs its renderer (`renderer`) over the OS-neutral per-switch view (`railforge/plan/switch_model.py`);
 - `railforge ztp` writes its first-boot files (`ztp.files`) and points DHCP at them (`ztp.entry`, the option);
-- the lab boots FRR from its generated file (`boot_config` through `lab_frr`);
+- the lab boots FRR from its generated file (`boot_config` through `lab_frr`), naming the kernel devices of its
+  ports `kernel_ifname(port)` where the OS's port names are no Linux device names;
 - `railforge verify` reads its own LLDP table format (`lldp_table`);
 - work orders say how to load a changed file (`reload`).
 
@@ -97,11 +98,13 @@ class ZtpVariant:
 
 @dataclass(frozen=True, slots=True)
 class LldpTable:
-    """The OS's own text LLDP neighbour table (lldpd's JSON is read for every OS): `title` names it in help text,
-    `parse(text, device, names, source)` reads one device's table."""
+    """The OS's own LLDP neighbour table (lldpd's JSON is read for every OS): `title` names it in help text,
+    `parse(text, device, names, source)` reads one device's table; `json`: the table is a JSON document (EOS's
+    `| json`), read for a JSON file that is not lldpd's."""
 
     title: str
     parse: Callable[[str, str, PlanNames, str], Observation]
+    json: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +119,8 @@ class NosProfile:
     `platform(platform, hwsku)` loads its port map.
     `plan_checks(spec, devices of this OS)` run once the devices are planned; each raises PlanRefused.
     `lab_frr(boot file)` is the FRR configuration the lab boots for the generated `boot_config` (TranslationError
-    when it cannot).
+    when it cannot); `kernel_ifname(port)` the Linux device name the lab gives a port whose OS name Linux cannot
+    take (a `/`, or longer than 15 characters), as the OS itself names it in its kernel; None: the port name.
     """
 
     name: str
@@ -135,6 +139,7 @@ class NosProfile:
     renderer: Renderer | None = None
     ztp: ZtpVariant | None = None
     lab_frr: Callable[[Path], str] | None = None
+    kernel_ifname: Callable[[str], str] | None = None
     lldp_table: LldpTable | None = None
 
 

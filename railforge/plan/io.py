@@ -223,7 +223,7 @@ def _model(raw: bytes, source: object) -> BaseModel:
     version = data.get("schema_version") if isinstance(data, dict) else None
     if not isinstance(data, dict):
         raise InputError(source, "not a railforge plan: want the JSON object `railforge build` writes as plan.json")
-    if version in MIGRATIONS:
+    if type(version) is int and version in MIGRATIONS:  # not a list or dict (unhashable), nor True (== 1)
         raw = MIGRATIONS[version](data, source)
     elif version != SCHEMA_VERSION:
         raise InputError(source, f"plan schema_version {shown(version)}; this railforge reads schema_version "

@@ -336,12 +336,24 @@ class SlurmPartition:
     nodes: list[str]
     default: bool
     max_nodes: int | None = None
+    allow_accounts: list[str] = field(default_factory=list)
+    """AllowAccounts: the only accounts whose jobs may use it (empty: every account)."""
+
+
+@dataclass(slots=True)
+class SlurmAccount:
+    """A Slurm account and its users, created by accounts.sh: the admin account, then one per tenant."""
+
+    name: str
+    users: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
 class SlurmNodeHardware:
     """Every GPU node as Slurm declares it (one server model per cluster). `gpu_cores[i]` / `nic_cores[r]` are
-    the core ranges local to GPU i / rail NIC r (empty when the catalog does not say)."""
+    the core ranges local to GPU i / rail NIC r (empty when the catalog does not say). `real_memory_mib` is
+    `linux_memory_mib` (what the node's `slurmd -C` reports: the catalog's measured MemTotal, or 125/128 of
+    `memory_mib` when `linux_memory_estimated`) less the spec's reserved_memory_mib."""
 
     model: str
     sockets: int
@@ -352,6 +364,9 @@ class SlurmNodeHardware:
     gpu_type: str
     gpu_cores: list[str] = field(default_factory=list)
     nic_cores: list[str] = field(default_factory=list)
+    memory_mib: int = 0
+    linux_memory_mib: int = 0
+    linux_memory_estimated: bool = False
 
 
 @dataclass(slots=True)
@@ -377,6 +392,11 @@ class SlurmSettings:
     bf_window: int
     bf_resolution: int
     bf_max_job_test: int
+    admin_account: str = "ops"
+    accounts: list[SlurmAccount] = field(default_factory=list)
+    preempt_grace_time: int = 0
+    """GraceTime of every QOS level, seconds."""
+    mpi_default: str = "none"
 
 
 @dataclass(slots=True)

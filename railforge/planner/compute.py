@@ -7,6 +7,7 @@ from fractions import Fraction
 from functools import cached_property
 
 from railforge import nos as nos_registry
+from railforge.hardware.catalog import compute_hcas
 from railforge.plan.model import Device, HostSubnet, Port, RailInterface, TierSummary
 from railforge.planner import clos, names
 from railforge.planner.context import BuildContext
@@ -193,7 +194,7 @@ def build(ctx: BuildContext, d: ComputeDesign) -> None:
     spec = ctx.spec
     nic = spec.node.compute
     ifnames = nic.ifnames or [f"{'ib' if d.fabric == 'infiniband' else 'rail'}{k}" for k in range(d.rails)]
-    hcas = nic.hcas or [f"mlx5_{k}" for k in range(d.rails)]
+    hcas = compute_hcas(spec, ctx.catalog).names
     per_node = spec.addressing.pod_addresses_per_node
     reserved = {(r.su, r.slot): r for r in spec.scalable_units.reserved_slots}
     for i, r in enumerate(spec.scalable_units.reserved_slots):
@@ -315,7 +316,7 @@ def pod_networks(ctx: BuildContext, d: ComputeDesign):
         return []
     nic = spec.node.compute
     ifnames = nic.ifnames or [f"{'ib' if d.fabric == 'infiniband' else 'rail'}{k}" for k in range(d.rails)]
-    hcas = nic.hcas or [f"mlx5_{k}" for k in range(d.rails)]
+    hcas = compute_hcas(spec, ctx.catalog).names
     out = []
     if d.ethernet:
         for leaf in (x for x in ctx.devices if x.role == "leaf"):

@@ -1,11 +1,16 @@
 """The plan's Slurm section: the spec's `slurm:` settings checked against the built cluster.
 
 Checked here, because only the built cluster knows them: the controller and accounting hosts exist, the node
-model is in the catalog, every tenant partition has GPU nodes, and partition names do not collide."""
+model is in the catalog, every tenant partition has GPU nodes, partition names do not collide, and every account
+that `slurm.users` names is a tenant's or the admin account.
+
+Accounts: the admin account (root always among its users) and one per tenant, named as its partition. A tenant
+partition allows its own account only; the whole-cluster partition allows only the admin account when tenants
+exist (a tenant's job there would land on another tenant's nodes, outside its InfiniBand partition)."""
 
 from __future__ import annotations
 
-from railforge.plan.model import SlurmNodeHardware, SlurmPartition, SlurmQos, SlurmSettings, Tenant
+from railforge.plan.model import SlurmAccount, SlurmNodeHardware, SlurmPartition, SlurmQos, SlurmSettings, Tenant
 from railforge.planner.context import BuildContext
 from railforge.spec.slurm import CatalogNode
 
@@ -34,6 +39,7 @@ def settings(ctx: BuildContext, tenants: list[Tenant]) -> SlurmSettings | None:
         raise ctx.fail("node.model", f"{model!r} has no entry in the node catalog, so Slurm cannot declare its "
                                      f"CPUs and memory; known: {', '.join(sorted(ctx.catalog.nodes))}, or add it "
                                      "under catalog.nodes")
+    parts = partitions(ctx, nodes, tenants)
     return SlurmSettings(
         deploy=spec.deploy,
         cluster_name=spec.cluster_name or ctx.spec.name.replace("-", "_"),
@@ -42,11 +48,13 @@ def settings(ctx: BuildContext, tenants: list[Tenant]) -> SlurmSettings | None:
         slurmctld_port=spec.slurmctld_port, slurmd_port=spec.slurmd_port, slurmdbd_port=spec.slurmdbd_port,
         default_time=spec.default_time, max_time=spec.max_time, default_qos=spec.default_qos,
         qos=qos_levels(spec.qos),
-        partitions=partitions(ctx, nodes, tenants),
+        partitions=parts,
         node=hardware(ctx, model, hw),
         health_check_program=spec.health_check_program, health_check_interval=spec.health_check_interval,
         bf_interval=spec.bf_interval, bf_window=spec.bf_window, bf_resolution=spec.bf_resolution,
         bf_max_job_test=spec.bf_max_job_test,
+        admin_account=spec.admin_account, accounts=accounts(ctx, parts),
+        preempt_grace_time=spec.preempt_grace_time, mpi_default=spec.mpi_default,
     )
 
 
@@ -58,7 +66,7 @@ def qos_levels(names: list[str]) -> list[SlurmQos]:
 
 def partitions(ctx: BuildContext, nodes: list[str], tenants: list[Tenant]) -> list[SlurmPartition]:
     spec = ctx.spec.slurm
-    out = [SlurmPartition(spec.partition, nodes, True)]
+    out = [SlurmPartition(spec.partition, nodes, True, allow_accounts=[spec.admin_account] if tenants else [])]
     gpu = set(nodes)
     for i, t in enumerate(tenants):
         name = t.name.replace("-", "_")
@@ -71,8 +79,24 @@ def partitions(ctx: BuildContext, nodes: list[str], tenants: list[Tenant]) -> li
             what = "the whole-cluster partition (slurm.partition)" if clash.default else "another tenant"
             raise ctx.fail(f"tenants.{i}.name", f"tenant {t.name!r} becomes Slurm partition {name!r}, the name of "
                                                 f"{what}; rename one")
-        out.append(SlurmPartition(name, members, False, spec.tenant_max_nodes))
+        if name == spec.admin_account:
+            raise ctx.fail(f"tenants.{i}.name", f"tenant {t.name!r} becomes Slurm account {name!r}, the name of "
+                                                "slurm.admin_account; rename one")
+        out.append(SlurmPartition(name, members, False, spec.tenant_max_nodes, [name]))
     return out
+
+
+def accounts(ctx: BuildContext, parts: list[SlurmPartition]) -> list[SlurmAccount]:
+    """The admin account (root first among its users), then one account per tenant partition, in spec order."""
+    spec = ctx.spec.slurm
+    names = [spec.admin_account] + [p.name for p in parts if not p.default]
+    for account in spec.users:
+        if account not in names:
+            raise ctx.fail(f"slurm.users.{account}", f"{account!r} is not an account of this cluster; use one of "
+                                                     f"{', '.join(names)} (slurm.admin_account, then one per tenant)")
+    admin = ["root"] + [u for u in spec.users.get(spec.admin_account, []) if u != "root"]
+    return [SlurmAccount(spec.admin_account, admin)] + [SlurmAccount(n, list(spec.users.get(n, [])))
+                                                        for n in names[1:]]
 
 
 def _core_range(hw: CatalogNode, socket: int) -> str:
@@ -87,10 +111,12 @@ def hardware(ctx: BuildContext, model: str, hw: CatalogNode) -> SlurmNodeHardwar
                                     "(gpu_sockets); make them agree")
     rails = ctx.spec.node.compute.ports
     nic = hw.nic_sockets if len(hw.nic_sockets) == rails else []
-    memory = hw.memory_mib - ctx.spec.slurm.reserved_memory_mib
+    linux, estimated = hw.linux_memory_mib()
+    memory = linux - ctx.spec.slurm.reserved_memory_mib
     if memory < 1024:
         raise ctx.fail("slurm.reserved_memory_mib", f"keeps {ctx.spec.slurm.reserved_memory_mib} MiB of the "
-                                                    f"{hw.memory_mib} MiB of {model!r}, leaving jobs under 1 GiB")
+                                                    f"{linux} MiB Linux reports on {model!r}, leaving jobs under "
+                                                    "1 GiB")
     return SlurmNodeHardware(model, hw.sockets, hw.cores_per_socket, hw.threads_per_core, memory, gpus,
                              hw.gpu_type, [_core_range(hw, s) for s in hw.gpu_sockets],
-                             [_core_range(hw, s) for s in nic])
+                             [_core_range(hw, s) for s in nic], hw.memory_mib, linux, estimated)

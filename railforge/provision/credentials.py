@@ -53,13 +53,16 @@ MAX_BYTES = 1 * MiB
 def _from_file(source: str) -> dict:
     where = "stdin" if source == "-" else source
     try:
-        text = sys.stdin.read(MAX_BYTES + 1) if source == "-" else read_text(source, MAX_BYTES)
+        text = _stdin(MAX_BYTES + 1) if source == "-" else read_text(source, MAX_BYTES)
         if len(text) > MAX_BYTES:
             raise CredentialError(f"--credentials {where}: over {MAX_BYTES:,} characters")
         data = yamlsafe.load(text)[0] or {}
     except InputError as exc:
         raise CredentialError(f"--credentials {exc}") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
+    except UnicodeDecodeError as exc:
+        raise CredentialError(f"--credentials {where}: not UTF-8 text (byte {exc.start}); give the YAML file, or "
+                              "pipe it decrypted (`ansible-vault view FILE | railforge ... --credentials -`)") from None
+    except (OSError, yaml.YAMLError, RecursionError) as exc:
         raise CredentialError(f"--credentials {where}: cannot read ({exc.__class__.__name__})") from None
     if not isinstance(data, dict):
         raise CredentialError(f"--credentials {where}: want a mapping with {', '.join(ENV)}")
@@ -69,28 +72,37 @@ def _from_file(source: str) -> dict:
     return data
 
 
+def _stdin(limit: int) -> str:
+    """stdin read as bytes and decoded strictly: the text layer hands undecodable bytes on as surrogates, which
+    failed later as an internal error."""
+    return sys.stdin.buffer.read(limit).decode("utf-8")
+
+
 def load_credentials(source: str | None, environ: dict[str, str] | None = None) -> Credentials:
     env = os.environ if environ is None else environ
     data = _from_file(source) if source else {}
-    where = f"--credentials {'stdin' if source == '-' else source}" if source else "environment"
+    given = f"--credentials {'stdin' if source == '-' else source}"
+    origin = dict.fromkeys(data, given)
     for key, var in ENV.items():
         if key not in data and env.get(var):
             data[key] = env[var]
-            where = f"{where} / {var}" if source else var
+            origin[key] = var
     pw = data.get("admin_password_hash")
     if pw is not None and (not isinstance(pw, str) or not _CRYPT.fullmatch(pw)):
-        raise CredentialError(f"{where}: admin_password_hash must be a crypt(3) hash such as $6$<salt>$<hash> "
-                              "(make one with `mkpasswd -m sha-512`); a plain password is refused")
+        raise CredentialError(f"{origin['admin_password_hash']}: admin_password_hash must be a crypt(3) hash such as "
+                              "$6$<salt>$<hash> (make one with `mkpasswd -m sha-512`); a plain password is refused")
     keys = data.get("ssh_authorized_keys") or []
     if isinstance(keys, str):
         keys = [k for k in keys.splitlines() if k.strip()]
     if not isinstance(keys, list):
-        raise CredentialError(f"{where}: ssh_authorized_keys must be a list of OpenSSH public keys")
+        raise CredentialError(f"{origin['ssh_authorized_keys']}: ssh_authorized_keys must be a list of OpenSSH "
+                              "public keys")
     for i, k in enumerate(keys):
         if not isinstance(k, str) or not _KEY.fullmatch(k.strip()):
-            raise CredentialError(f"{where}: ssh_authorized_keys[{i}] is not one OpenSSH public key line "
-                                  "(`ssh-ed25519 AAAA... comment`)")
+            raise CredentialError(f"{origin['ssh_authorized_keys']}: ssh_authorized_keys[{i}] is not one OpenSSH "
+                                  "public key line (`ssh-ed25519 AAAA... comment`)")
     bgp = data.get("bgp_password")
     if bgp is not None and (not isinstance(bgp, str) or not _BGP.fullmatch(bgp)):
-        raise CredentialError(f"{where}: bgp_password must be 1-80 printable characters without spaces")
+        raise CredentialError(f"{origin['bgp_password']}: bgp_password must be 1-80 printable characters without "
+                              "spaces")
     return Credentials(pw, [k.strip() for k in keys], bgp)

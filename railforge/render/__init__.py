@@ -71,7 +71,7 @@ def families() -> list[Family]:
         Family("rails", "rails/su-<NNN>.svg: which NIC of which node goes to which leaf port, per SU",
                rails_svg.render, owns=("rails",)),
         Family("slurm", "slurm/topology.conf (tree) and slurm/topology-block.conf (one block per SU); with a `slurm:` "
-               "section also slurm.conf, gres.conf, cgroup.conf and qos.sh", slurm.render),
+               "section also slurm.conf, gres.conf, cgroup.conf, qos.sh and accounts.sh", slurm.render),
         Family("nccl", "nccl/<node>.env per node and nccl/hostfile in topology order", nccl.render,
                per_device=True, weight=4),
         *(Family(r.family, r.description, r.render, per_device=True, shardable=True, weight=r.weight)

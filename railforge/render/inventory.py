@@ -82,6 +82,7 @@ def group_vars(plan: Plan) -> dict[str, dict]:
         "railforge_slurm_accounting_host": plan.slurm.accounting_host,
         "railforge_slurm_cluster_name": plan.slurm.cluster_name,
         "railforge_slurm_dbd_port": plan.slurm.slurmdbd_port,
+        "railforge_slurm_mpi_default": plan.slurm.mpi_default,
     }}
     return slurm | {
         "cluster": {

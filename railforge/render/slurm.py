@@ -1,6 +1,7 @@
 """Slurm from the plan: topology.conf for the tree plugin and topology-block.conf for the block plugin (one
-block per SU); and, when the spec has a `slurm:` section, slurm.conf, gres.conf, cgroup.conf and qos.sh
-(the QOS levels as idempotent sacctmgr calls) from the plan's Slurm settings.
+block per SU); and, when the spec has a `slurm:` section, slurm.conf, gres.conf, cgroup.conf, qos.sh (the QOS
+levels as idempotent sacctmgr calls) and accounts.sh (the admin and tenant accounts and their users, the same way)
+from the plan's Slurm settings.
 
 Slurm's tree plugin wants every node under exactly one leaf switch. A rail-optimized node is cabled to one
 leaf per rail, all in its own SU, so the tree's leaf level is the SU: one switch `suNNN` per SU standing for
@@ -162,7 +163,7 @@ def slurm_conf(plan: Plan, s: SlurmSettings) -> str:
     n = s.node
     cpus = n.sockets * n.cores_per_socket * n.threads_per_core
     every = {d.name for d in plan.devices_by_role("node")}
-    partitions = [{"name": p.name, "default": p.default, "max_nodes": p.max_nodes,
+    partitions = [{"name": p.name, "default": p.default, "max_nodes": p.max_nodes, "allow_accounts": p.allow_accounts,
                    "nodes": "ALL" if set(p.nodes) == every else compress2(p.nodes)} for p in s.partitions]
     return TEMPLATES.get_template("slurm.conf.j2").render(
         s=s, n=n, node_lines=node_lines(plan), nodes_count=len(every), partitions=partitions,
@@ -197,4 +198,12 @@ def render(plan: Plan, out: Output) -> None:
     out.write_text("slurm/gres.conf", gres_conf(plan, s))
     out.write_text("slurm/cgroup.conf", TEMPLATES.get_template("cgroup.conf.j2").render(s=s))
     out.write_text("slurm/qos.sh", TEMPLATES.get_template("qos.sh.j2").render(
-        s=s, qos=s.qos, clear=",".join(f"-{q.name}" for q in s.qos[:-1])))
+        s=s, qos=s.qos, clear=",".join(f"-{q.name}" for q in s.qos[:-1]), grace=sacct_time(s.preempt_grace_time)))
+    out.write_text("slurm/accounts.sh", TEMPLATES.get_template("accounts.sh.j2").render(s=s))
+
+
+def sacct_time(seconds: int) -> str:
+    """A duration as sacctmgr shows it: HH:MM:SS, with D- in front from one day."""
+    days, rest = divmod(seconds, 86400)
+    clock = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{clock}" if days else clock

@@ -8,16 +8,20 @@ from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
 
+import pynautobot
+import pynetbox
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from railforge.change.sides import ChangeInputError, read_side
+from railforge.cli import show
+from railforge.inputs import shown
 from railforge.sot.desired import desired
 from railforge.sot.nautobot import Nautobot
 from railforge.sot.netbox import NetBox
-from railforge.sot.sync import Change, Refused, SotError
+from railforge.sot.sync import RESUME, Change, Refused, SotError
 
 sot_app = typer.Typer(add_completion=False, no_args_is_help=True,
                       help="Push the plan into NetBox or Nautobot and report drift (`sot push`, `sot diff`).")
@@ -80,6 +84,21 @@ def _client(build: Path, netbox: str | None, nautobot: str | None, token_file: P
                                workers=workers)
 
 
+UNEXPECTED = (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError, pynetbox.ContentError,
+              pynautobot.ContentError)
+"""What pynetbox/pynautobot raise on a well-formed answer of the wrong shape (no `count`, a list for an object,
+100,000 `[`): the server is not the product's API, or not a version railforge reads."""
+
+
+def _unexpected(netbox: str | None, nautobot: str | None, exc: Exception, resume: str = "") -> str:
+    if os.environ.get("RAILFORGE_DEBUG"):
+        raise exc
+    product, url = ("NetBox", netbox) if netbox is not None else ("Nautobot", nautobot)
+    return (f"{product} at {url} answered, but not what the {product} API answers ({type(exc).__name__}: "
+            f"{shown(str(exc), 80)}): check that the URL is the {product} server itself, not a proxy or another "
+            f"service{resume}")
+
+
 def _changes_table(title: str, changes: list[Change], limit: int = 200) -> Table:
     table = Table(title=escape(title), title_justify="left")
     for col in ("change", "object", "name", "detail"):
@@ -95,8 +114,10 @@ def _changes_table(title: str, changes: list[Change], limit: int = 200) -> Table
 def push(build: BuildArg, netbox: NetBoxOpt = None, nautobot: NautobotOpt = None, token_file: TokenFileOpt = None,
          workers: WorkersOpt = 4,
          apply_changes: Annotated[bool, typer.Option(
+             "--apply-changes", show_default=False,
              help="also change objects railforge owns that differ from the plan (re-terminate, move)")] = False,
-         dry_run: Annotated[bool, typer.Option(help="show what would be written, write nothing")] = False) -> None:
+         dry_run: Annotated[bool, typer.Option(
+             "--dry-run", show_default=False, help="show what would be written, write nothing")] = False) -> None:
     """Create in NetBox or Nautobot everything of the plan that is missing. Exit 0 done, 1 refused (owned objects
     differ from the plan: a renumbering or a hand edit), 2 on bad input or an API error."""
     out, err = Console(soft_wrap=True, highlight=False), Console(stderr=True, soft_wrap=True, highlight=False)
@@ -107,14 +128,17 @@ def push(build: BuildArg, netbox: NetBoxOpt = None, nautobot: NautobotOpt = None
         result = nb.push(desired(plan), apply_changes=apply_changes, dry_run=dry_run)
     except Refused as e:
         err.print(_changes_table("owned objects that differ from the plan", e.changes))
-        err.print(f"railforge sot push: {escape(str(e))}")
+        err.print(show.line("error", "red", str(e)))
         raise typer.Exit(1) from None
     except SotError as e:
-        err.print(f"railforge sot push: {escape(str(e))}")
+        err.print(show.line("error", "red", str(e)))
+        raise typer.Exit(2) from None
+    except UNEXPECTED as e:
+        err.print(show.line("error", "red", _unexpected(netbox, nautobot, e, RESUME)))
         raise typer.Exit(2) from None
     took = time.monotonic() - started
     for note in nb.notes:
-        err.print(f"railforge sot push: note: {escape(note)}")
+        err.print(show.line("note", "yellow", note))
     verb = "would write" if dry_run else "wrote"
     created = ", ".join(f"{n} {cls}" for cls, n in result.created.items()) or "nothing new"
     out.print(f"{nb.product} {escape(version)}: {verb} {result.writes} objects in {took:.1f} s ({escape(created)})")
@@ -131,10 +155,13 @@ def diff_cmd(build: BuildArg, netbox: NetBoxOpt = None, nautobot: NautobotOpt = 
         nb.check()
         changes = nb.drift(desired(plan))
     except SotError as e:
-        err.print(f"railforge sot diff: {escape(str(e))}")
+        err.print(show.line("error", "red", str(e)))
+        raise typer.Exit(2) from None
+    except UNEXPECTED as e:
+        err.print(show.line("error", "red", _unexpected(netbox, nautobot, e)))
         raise typer.Exit(2) from None
     for note in nb.notes:
-        err.print(f"railforge sot diff: note: {escape(note)}")
+        err.print(show.line("note", "yellow", note))
     if not changes:
         out.print(f"{nb.product} holds {escape(plan.cluster.name)} exactly as planned")
         return

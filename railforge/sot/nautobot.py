@@ -46,11 +46,13 @@ class Nautobot(Client):
 
         try:
             status = self.api.status()
-            self.api.dcim.locations.count()
+            count = self.api.dcim.locations.count()
         except pynautobot.RequestError as e:
             raise SotError(self._api_error(e)) from None
         except requests.RequestException as e:
             raise SotError(f"cannot reach Nautobot at {self.api.base_url}: {e.__class__.__name__}") from None
+        if type(count) is not int:
+            raise TypeError(f"a count of {count!r:.40}, not a number")
         return str(status.get("nautobot-version", "unknown"))
 
     def _owned(self, rec) -> bool:

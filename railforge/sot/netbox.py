@@ -21,11 +21,13 @@ class NetBox(Client):
         """NetBox's version; a clear error for a wrong URL or token."""
         try:
             status = self.api.status()
-            self.api.dcim.sites.count()
+            count = self.api.dcim.sites.count()
         except pynetbox.RequestError as e:
             raise SotError(self._api_error(e)) from None
         except requests.RequestException as e:
             raise SotError(f"cannot reach NetBox at {self.api.base_url}: {e.__class__.__name__}") from None
+        if type(count) is not int:
+            raise TypeError(f"a count of {count!r:.40}, not a number")
         return str(status.get("netbox-version", "unknown"))
 
     def has_site(self, want: Desired) -> bool:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import difflib
 import re
+import typing
 from pathlib import Path
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from railforge.inputs import shown
 from railforge.spec import yamlsafe
 from railforge.spec.errors import SpecError, SpecErrors
 from railforge.spec.models import ClusterSpec
@@ -76,10 +79,45 @@ def dotted(loc: tuple[str | int, ...]) -> str:
     return out
 
 
-def shown(value: object, limit: int = 60) -> str:
-    """A user's value as it is echoed in an error: its repr, cut short."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+def _model_in(annotation: object) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for a in typing.get_args(annotation) if (m := _model_in(a)) is not None), None)
+
+
+def fields_at(loc: tuple[str | int, ...]) -> list[str]:
+    """The field names the spec model takes at `loc` (a list index passes through), or [] where none is known."""
+    model: type[BaseModel] | None = ClusterSpec
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part) if model else None
+        model = _model_in(field.annotation) if field else None
+        if model is None:
+            return []
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _unknown_field(loc: tuple[str | int, ...], err: dict, missing: set[tuple]) -> tuple[str, tuple | None]:
+    """An unknown key's message with its likely meaning, and the `missing` error it explains (then not shown):
+    `leef:` is one error, "did you mean leaf", not two."""
+    key, parent = loc[-1], loc[:-1]
+    value = err.get("input")
+    said = "" if isinstance(value, (dict, list)) else f" (value {shown(value)})"
+    if not isinstance(key, str):
+        return f"is not a known field{said}", None
+    siblings = [m[-1] for m in missing if m[:-1] == parent and isinstance(m[-1], str)]
+    match = difflib.get_close_matches(key, siblings, n=1, cutoff=0.6)
+    if match:
+        return f"is not a known field{said}; did you mean {match[0]}? ({dotted((*parent, match[0]))} is required)", (
+            *parent, match[0])
+    known = fields_at(parent)
+    match = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    if match:
+        return f"is not a known field{said}; did you mean {match[0]}?", None
+    if known:
+        return f"is not a known field{said}; known here: {', '.join(known)}", None
+    return f"is not a known field{said}; check the spelling against docs/spec/reference.md", None
 
 
 def _message(err: dict) -> str:
@@ -107,10 +145,19 @@ def validate(data: object, lines: LineMap, source: str) -> ClusterSpec:
     try:
         return ClusterSpec.model_validate(data)
     except ValidationError as exc:
-        errors = []
-        for err in exc.errors():
-            loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "lax-"))))
-            errors.append(SpecError(dotted(loc), _message(err), line=_line_for(loc, lines), source=source))
+        found = [(tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "lax-")))),
+                  err) for err in exc.errors()]
+        missing = {loc for loc, err in found if err["type"] == "missing"}
+        messages, explained = [], set()
+        for loc, err in found:
+            if err["type"] == "extra_forbidden" and loc:
+                message, covers = _unknown_field(loc, err, missing - explained)
+                explained.add(covers)
+            else:
+                message = _message(err)
+            messages.append((loc, err, message))
+        errors = [SpecError(dotted(loc), message, line=_line_for(loc, lines), source=source)
+                  for loc, err, message in messages if not (err["type"] == "missing" and loc in explained)]
         raise SpecErrors(errors) from None
 
 

@@ -223,8 +223,7 @@ class MediaRule(Strict):
 
 class Catalog(Strict):
     switches: dict[ModelName, CatalogSwitch] = Field(default_factory=dict)
-    """Switch models to add or override, by model name (the built-in catalog: QM9700, SN5600, TH5-128x400G, SN4700,
-    SN4600C, SN2201)."""
+    """Switch models to add or override, by model name (the built-in ones: `railforge/hardware/catalog.yaml`)."""
     media: dict[Label, list[MediaRule]] = Field(default_factory=dict)
     """Media rules per speed, overriding the catalog's."""
     orderable_lengths_m: list[Metres] = Field(default_factory=list, max_length=256)
@@ -338,7 +337,7 @@ class ComputeFabric(Strict):
     mode: Literal["clos", "rail-plane"] = "clos"
     """3-tier shape: 'clos' (pods of SUs) or 'rail-plane' (one spine plane per rail, super-spines join the planes)."""
     nos: AnyNos | None = None
-    """Switch OS: 'sonic' or 'cumulus' (RoCE), 'mlnx-os' (InfiniBand, the default there)."""
+    """Switch OS: an Ethernet OS for RoCE (default 'sonic'), 'mlnx-os' for InfiniBand (the default there)."""
     leaf: SwitchChoice
     """Leaf switch model."""
     spine: SwitchChoice
@@ -355,7 +354,7 @@ class ComputeFabric(Strict):
 
 class StorageFabric(Strict):
     nos: StorageNos = nos_registry.default("storage").name
-    """Switch OS of the storage fabric: 'cumulus' or 'sonic'."""
+    """Switch OS of the storage fabric (an Ethernet OS)."""
     leaf: SwitchChoice
     """Storage leaf switch model."""
     spine: SwitchChoice
@@ -383,7 +382,7 @@ def check_oob_vlan(v: int) -> int:
 
 class OobFabric(Strict):
     nos: OobNos = nos_registry.default("oob").name
-    """Switch OS of the out-of-band fabric: 'cumulus' or 'sonic'."""
+    """Switch OS of the out-of-band fabric (an Ethernet OS)."""
     leaf: SwitchChoice
     """OOB leaf model (every BMC and switch management port goes to an OOB leaf in its row)."""
     spine: SwitchChoice

@@ -1,5 +1,5 @@
 """The `slurm:` section of cluster.yaml: what a site sets about its Slurm cluster, and the node hardware
-the catalog gives Slurm (`catalog.nodes`).
+the catalog gives Slurm and the hosts (`catalog.nodes`: CPUs, memory, GPUs, the compute HCAs' names).
 
 Everything here has a documented default, so `slurm: {}` is a working cluster. Names and numbers are checked
 here; whether they fit the built cluster (tenants' nodes, partitions with nodes, the controller's host) is checked
@@ -8,7 +8,7 @@ by the planner, which knows the devices."""
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -17,7 +17,14 @@ TIME_RE = re.compile(r"UNLIMITED|(\d{1,3}-)?\d{1,2}:\d{2}:\d{2}")
 PATH_RE = re.compile(r"/[A-Za-z0-9_./+-]{1,200}")
 GPU_TYPE_RE = re.compile(r"[a-z0-9][a-z0-9_]{0,15}")
 HOST_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,62}")
+USER_RE = re.compile(r"[a-z_][a-z0-9_-]{0,31}")
+HCA_RE = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+SOURCE_RE = re.compile(r"[^\x00-\x1f\x7f]{1,400}")
 QOS_COUNT = 6
+# Linux reports less memory than is installed: the kernel's page array (a 64-byte struct page per 4 KiB page,
+# 1/64), firmware reservations, the kernel and its crash kernel. Measured on 2 TiB H100 and 384 GiB-1 TiB nodes:
+# 98.1-98.4 % of installed (docs/slurm.md, "Memory"). Without a measured figure the planner takes 125/128 (97.66 %).
+LINUX_MEMORY_NUM, LINUX_MEMORY_DEN = 125, 128
 
 
 class _Strict(BaseModel):
@@ -50,20 +57,54 @@ def check_host(value: str) -> str:
     return value
 
 
+def check_user(value: str) -> str:
+    if not USER_RE.fullmatch(value):
+        raise ValueError(f"{value[:40]!r} is not a Unix user name: 1-32 lowercase letters, digits, '_' and '-', "
+                         "starting with a letter or '_'")
+    return value
+
+
+def check_hca(value: str) -> str:
+    if not HCA_RE.fullmatch(value):
+        raise ValueError(f"{value[:40]!r} is not an RDMA device name (e.g. mlx5_0): a letter, then letters, digits, "
+                         "'_.-', at most 64")
+    return value
+
+
+def check_source(value: str) -> str:
+    if not SOURCE_RE.fullmatch(value):
+        raise ValueError("a source is 1-400 printable characters on one line (a document's title and address)")
+    return value
+
+
 SlurmName = Annotated[str, AfterValidator(check_slurm_name)]
+UserName = Annotated[str, AfterValidator(check_user)]
+HcaName = Annotated[str, AfterValidator(check_hca)]
+Source = Annotated[str, AfterValidator(check_source)]
 HostName = Annotated[str, AfterValidator(check_host)]
 SlurmTime = Annotated[str, AfterValidator(check_time)]
 AbsPath = Annotated[str, AfterValidator(check_path)]
 
 
 class CatalogNode(_Strict):
-    """A GPU server model as Slurm sees it. `gpu_sockets[i]` is the CPU socket GPU i hangs off (its NUMA node),
-    `nic_sockets[r]` the socket of rail NIC r: they become `Cores=` in gres.conf. Leave them out when unknown."""
+    """A GPU server model as Slurm and the hosts see it. `gpu_sockets[i]` is the CPU socket GPU i hangs off (its
+    NUMA node), `nic_sockets[r]` the socket of rail NIC r: they become `Cores=` in gres.conf. Leave them out when
+    unknown. `hcas` are the compute (rail) RDMA devices in rail order as the OS names them; names without
+    `hcas_source` are a guess, and `validate` says so for a spec that relies on them."""
 
     sockets: int = Field(ge=1, le=16, description="CPU sockets")
     cores_per_socket: int = Field(ge=1, le=1024, description="physical cores per socket")
     threads_per_core: int = Field(1, ge=1, le=8, description="hardware threads per core")
     memory_mib: int = Field(ge=1024, le=1 << 32, description="installed memory, MiB")
+    memtotal_mib: int | None = Field(None, ge=1024, le=1 << 32, description=(
+        "memory Linux reports (MemTotal, what `slurmd -C` calls RealMemory), MiB, measured on this model; without "
+        f"it {LINUX_MEMORY_NUM}/{LINUX_MEMORY_DEN} of memory_mib is assumed"))
+    memtotal_source: Source | None = Field(None, description="where memtotal_mib was measured")
+    hcas: list[HcaName] = Field(default_factory=list, max_length=16, description=(
+        "the compute (rail) RDMA devices in rail order, e.g. [mlx5_0, mlx5_3, ...]: NCCL_IB_HCA, gres.conf, the "
+        "node check and burn-in use them unless the spec gives node.compute.hcas"))
+    hcas_source: Source | None = Field(None, description="the vendor document that names hcas; without it the "
+                                                         "names are a guess and validate warns")
     gpu_type: Annotated[str, AfterValidator(lambda v: _gpu_type(v))] = Field(
         description="the GRES type jobs ask for, e.g. h100 in --gres=gpu:h100:8")
     gpu_sockets: list[Annotated[int, Field(ge=0, le=15)]] = Field(default_factory=list, max_length=16)
@@ -75,7 +116,18 @@ class CatalogNode(_Strict):
             bad = [s for s in getattr(self, key) if not 0 <= s < self.sockets]
             if bad:
                 raise ValueError(f"{key} names socket {bad[0]}, but the node has sockets 0..{self.sockets - 1}")
+        if self.memtotal_mib is not None and self.memtotal_mib > self.memory_mib:
+            raise ValueError(f"memtotal_mib {self.memtotal_mib} is more than the installed memory_mib "
+                             f"{self.memory_mib}; Linux reports less than is installed")
+        if len(set(self.hcas)) != len(self.hcas):
+            raise ValueError(f"hcas names a device twice: {', '.join(self.hcas)}")
         return self
+
+    def linux_memory_mib(self) -> tuple[int, bool]:
+        """(MiB Linux reports, whether that is the 125/128 estimate rather than a measured memtotal_mib)."""
+        if self.memtotal_mib is not None:
+            return self.memtotal_mib, False
+        return self.memory_mib * LINUX_MEMORY_NUM // LINUX_MEMORY_DEN, True
 
 
 def _gpu_type(value: str) -> str:
@@ -109,7 +161,22 @@ class SlurmSpec(_Strict):
                                  "the first preempts every later one, the last preempts none")
     default_qos: SlurmName = Field("p3", description="QOS of a job that names none")
     reserved_memory_mib: int = Field(16384, ge=0, le=1 << 20,
-                                     description="memory kept from jobs for the OS (RealMemory = installed - this)")
+                                     description="memory kept from jobs for the OS: RealMemory = the memory Linux "
+                                                 "reports (catalog memtotal_mib, else 125/128 of installed) - this")
+    admin_account: SlurmName = Field("ops", description="Slurm account of the whole-cluster partition; when the "
+                                                         "cluster has tenant partitions it is the only account "
+                                                         "allowed there. root is always one of its users")
+    users: dict[SlurmName, list[UserName]] = Field(
+        default_factory=dict, max_length=1000,
+        description="Unix users per Slurm account: the key is a tenant (its partition's account, which its "
+                    "partition alone allows) or admin_account; accounts.sh creates each account and user once. "
+                    "A user's first account is its default")
+    preempt_grace_time: int = Field(120, ge=0, le=86400,
+                                    description="seconds a preempted job gets between SIGTERM and its requeue "
+                                                "(GraceTime of every QOS level): time to checkpoint and exit")
+    mpi_default: Literal["pmix", "pmi2", "none"] = Field(
+        "pmix", description="MpiDefault: pmix needs the PMIx library on every node (slurm_node installs it); "
+                            "none for nodes without it")
     health_check_program: AbsPath | None = Field(
         "/usr/local/sbin/railforge-node-health",
         description="HealthCheckProgram: slurmd runs it every health_check_interval seconds; it drains its node "
@@ -120,6 +187,19 @@ class SlurmSpec(_Strict):
                                                                 "max_time, or long jobs get no reservation")
     bf_resolution: int = Field(300, ge=1, le=3600, description="seconds of time resolution of backfill planning")
     bf_max_job_test: int = Field(1000, ge=1, le=1_000_000, description="jobs backfill considers per pass")
+
+    @field_validator("users")
+    @classmethod
+    def _users(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        for account, names in v.items():
+            if len(names) > 10_000:
+                raise ValueError(f"account {account!r} lists {len(names)} users; at most 10000 per account")
+            seen: set[str] = set()
+            for name in names:
+                if name in seen:
+                    raise ValueError(f"account {account!r} lists user {name!r} twice")
+                seen.add(name)
+        return v
 
     @field_validator("qos")
     @classmethod

@@ -109,6 +109,8 @@ def compare(links: list[Link], obs: Observation, check_speed: bool = True, parti
                     f"{link.speed_mbps // 1000}G")))
         elif a not in touched and b not in touched:
             report.findings.append(Finding("missing", [link.id], f"cable {link.id} {_fmt(a)} - {_fmt(b)} not seen"))
+    named = {c for f in report.findings for c in f.cables}
+    report.checked = len({lk.id for lk in in_scope} | named)  # a partial view still judged the cables it names
     order = {k: i for i, k in enumerate(KINDS)}
     report.findings.sort(key=lambda f: (order[f.kind], f.cables, f.message))
     return report

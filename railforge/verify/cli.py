@@ -32,6 +32,10 @@ def _check_paths(**paths: Path | None) -> None:
 verify_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def report_table(report: CablingReport, title: str) -> Table:
     return show.table(title, ("finding", "cables", "detail"),
                       [(f.kind, ", ".join(f.cables) or "-", f.message) for f in report.findings])
@@ -79,7 +83,7 @@ def cabling(
         if report.findings:
             console.print(report_table(report, f"{plan.cluster.name}: cabling mismatches ({source})"))
         console.print(f"{source}: {len(obs.devices)} devices observed, {report.checked} planned cables in view, "
-                      f"{report.matched} match, {len(report.findings)} findings")
+                      f"{report.matched} match, {_count(len(report.findings), 'finding')}")
         ok = ok and report.ok
     raise typer.Exit(0 if ok else 1)
 
@@ -116,7 +120,7 @@ def fabric(
         console.print(fabric_table(report, f"{plan.cluster.name}: fabric findings"))
     console.print(f"BGP/FIB: {result.switches} switches read, {report.sessions_up} of {report.sessions_checked} "
                   f"planned sessions Established, {report.prefixes_complete} of {report.prefixes_checked} routes with "
-                  f"full ECMP, {len(report.findings)} findings")
+                  f"full ECMP, {_count(len(report.findings), 'finding')}")
     ok = report.ok
     if result.cabling is not None:
         for u in result.cabling.unresolved:
@@ -124,6 +128,6 @@ def fabric(
         if result.cabling.findings:
             console.print(report_table(result.cabling, f"{plan.cluster.name}: cabling mismatches (LLDP)"))
         console.print(f"LLDP: {result.cabling.checked} planned cables in view, {result.cabling.matched} match, "
-                      f"{len(result.cabling.findings)} findings")
+                      f"{_count(len(result.cabling.findings), 'finding')}")
         ok = ok and result.cabling.ok
     raise typer.Exit(0 if ok else 1)

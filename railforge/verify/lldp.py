@@ -1,5 +1,6 @@
-"""LLDP neighbour tables: lldpd's `lldpcli -f json show neighbors [details]`, and the text table of a switch OS
-that has one (its profile's `lldp_table`, e.g. SONiC's `show lldp table` in railforge/nos/sonic/lldp.py).
+"""LLDP neighbour tables: lldpd's `lldpcli -f json show neighbors [details]`, and the table of a switch OS that has
+one (its profile's `lldp_table`, e.g. SONiC's `show lldp table` in railforge/nos/sonic/lldp.py; a JSON table, like
+EOS's, is read for a JSON file without lldpd's top-level `lldp`).
 
 Neither names the local system, so each file is one device's view and its stem names the device
 (`su001-leaf-r0.json`, `su001-leaf-r0.txt`). A folder holds one file per device. Each file goes through the
@@ -127,6 +128,15 @@ def parse_lldpcli_json(text: str, device: str, names: PlanNames, source: str = "
     return obs
 
 
+def _lldpcli(text: str) -> bool:
+    """Whether a JSON document is lldpd's (a top-level `lldp`), not an OS's own JSON table."""
+    try:
+        raw = parse_json(text, "")
+    except InputError:
+        return False
+    return isinstance(raw, dict) and "lldp" in raw
+
+
 def parse_lldp_file(path: Path, names: PlanNames, device: str | None = None) -> Observation:
     try:
         text = read_text(path, MAX_BYTES, bom=True)
@@ -136,9 +146,11 @@ def parse_lldp_file(path: Path, names: PlanNames, device: str | None = None) -> 
     if names.device(dev) is None:
         raise LldpFormatError(f"{path}: file name must be a planned device name, {shown(dev)} is not in the plan")
     dev = names.device(dev) or dev
-    if path.suffix == ".json" or text.lstrip().startswith(("{", "[")):
+    table = nos.lldp_table(names.nos.get(dev))
+    json_file = path.suffix == ".json" or text.lstrip().startswith(("{", "["))
+    if json_file and (not table.json or _lldpcli(text)):
         return parse_lldpcli_json(text, dev, names, str(path))
-    return nos.lldp_table(names.nos.get(dev)).parse(text, dev, names, str(path))
+    return table.parse(text, dev, names, str(path))
 
 
 def load_lldp(path: Path, names: PlanNames) -> Observation:

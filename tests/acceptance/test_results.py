@@ -183,7 +183,7 @@ def test_cli_names_the_cable_with_both_ends_and_writes_the_work_order(built, tmp
     write_results(tmp_path / "res", doc, {bad})
     wo, js = tmp_path / "wo.xlsx", tmp_path / "a.json"
     proc = run_cli("acceptance", "analyze", f"inventory/{NAME}", str(tmp_path / "res"), "--out", str(out),
-                   "--work-order", str(wo), "--json", str(js), check=False)
+                   "--work-order", str(wo), "--json", str(js), check=False, env={"COLUMNS": "80"})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     result = json.loads(js.read_text())
     plan = plan_of(NAME)
@@ -194,6 +194,8 @@ def test_cli_names_the_cable_with_both_ends_and_writes_the_work_order(built, tmp
                                           "port": link.a.port, "label": next(p.label for p in node.ports
                                                                              if p.name == link.a.port)}
     assert bad in proc.stdout and node.rack in proc.stdout
+    assert "…" not in proc.stdout  # piped with COLUMNS=80: both ends whole, not `su001-gpu…`
+    assert link.a.device in proc.stdout and link.b.device in proc.stdout
     book = openpyxl.load_workbook(wo, read_only=True)
     rows = [r for r in book["work-order"].iter_rows(values_only=True)]
     assert rows[0][:3] == ("step", "phase", "action")

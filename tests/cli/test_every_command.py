@@ -54,10 +54,11 @@ fuzz = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database
 
 def commands(group: click.Command, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], click.Command]]:
     """Every leaf command under `group`, as (words, command)."""
-    subs = getattr(group, "commands", None)
-    if subs is None:
+    if not isinstance(group, typer.core.TyperGroup):
         return [(path, group)]
-    return [c for name in sorted(subs) for c in commands(subs[name], (*path, name))]
+    ctx = typer.Context(group)
+    return [c for name in sorted(group.list_commands(ctx))
+            for c in commands(group.get_command(ctx, name), (*path, name))]
 
 
 COMMANDS = commands(typer.main.get_command(app))

@@ -11,9 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
+import typer
+import yaml
+from typer.testing import CliRunner
 
-from railforge.cli.main import WORK_ORDER
+from railforge.cli.main import COMMANDS, WORK_ORDER, app
 from railforge.render import families
 from tests.conftest import ROOT
 
@@ -53,10 +57,19 @@ def test_init_writes_the_starter_that_validates_and_builds(tmp_path):
     assert proc.returncode == 0, proc.stderr
     spec = folder / "cluster.yaml"
     text = spec.read_text()
-    assert "\nname: acme-pod1\n" in text and "yaml-language-server" not in text
+    assert "\nname: acme-pod1\n" in text
     expected = [line for line in MINIMAL.read_text().splitlines() if "yaml-language-server" not in line]
-    assert text.splitlines() == [line.replace("my-cluster", "acme-pod1") if line.startswith("name:") else line
-                                 for line in expected]
+    assert text.splitlines() == ["# yaml-language-server: $schema=cluster.schema.json"] + [
+        line.replace("my-cluster", "acme-pod1") if line.startswith("name:") else line for line in expected]
+    # the schema the line names is beside it (a pip-installed user has no docs/schemas/), and it checks the spec
+    schema = json.loads((folder / "cluster.schema.json").read_text())
+    assert schema == json.loads((ROOT / "docs" / "schemas" / "cluster.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    assert list(validator.iter_errors(yaml.safe_load(text))) == []
+    assert list(validator.iter_errors({**yaml.safe_load(text), "nmae": "x"}))
+    said = " ".join(proc.stdout.split())
+    assert "cluster.schema.json beside it" in said and "railforge validate" in said
+    assert all(Path(w.rstrip("),")).exists() for w in said.split() if w.endswith(("reference.md),", ".md")))
     assert rf("validate", str(spec), cwd=tmp_path).returncode == 0
     build = rf("build", str(spec), cwd=tmp_path)
     assert build.returncode == 0, build.stderr
@@ -112,3 +125,48 @@ def test_ztp_hint_names_a_mac_file_that_exists(tmp_path):
     assert named, note
     assert Path(named[0]).is_file(), f"the hint's first file does not exist: {named[0]}"
     assert "--macs FILE" in note
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"]])
+def test_version_and_help_import_no_subcommand(args):
+    """`--version` and `--help` load no tool (item 8: each took ~2 s of CPU importing all of them); what they
+    cost is measured by benchmarks/bench_cli_start.py."""
+    code = ("import sys; sys.argv = ['railforge', *sys.argv[1:]]\n"
+            "from railforge.cli.main import app\n"
+            "try:\n    app()\nexcept SystemExit:\n    pass\n"
+            "sys.stderr.write(' '.join(sorted(m for m in sys.modules if m.startswith(('railforge', 'pydantic')))))")
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "COLUMNS": "200"}, timeout=60)
+    assert proc.returncode == 0 and proc.stdout
+    assert set(proc.stderr.split()) <= {"railforge", "railforge.cli", "railforge.cli.main"}, proc.stderr
+
+
+def test_listed_help_is_the_help_of_the_command_it_loads():
+    """The listing shows each lazy command's help from `COMMANDS` without importing it: it must say what the
+    loaded command says."""
+    group = typer.main.get_command(app)
+    ctx = typer.Context(group)
+    assert set(group.list_commands(ctx)) == set(COMMANDS)
+    for name, lazy in COMMANDS.items():
+        loaded = group.get_command(ctx, name)
+        assert " ".join((loaded.help or "").split()) == lazy.help, name
+
+
+def test_a_misspelt_command_is_offered_the_lazy_one():
+    proc = rf("helth")
+    assert proc.returncode == 2 and "Did you mean 'health'?" in proc.stderr
+
+
+def test_every_help_fits_80_columns():
+    """No option name or default cut short (`--no-allow-renu…` in `build --help` at 80 columns)."""
+    def walk(cmd: typer.core.TyperCommand, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+        if not isinstance(cmd, typer.core.TyperGroup):
+            return [path]
+        ctx = typer.Context(cmd)
+        return [path, *(p for n in cmd.list_commands(ctx) for p in walk(cmd.get_command(ctx, n), (*path, n)))]
+
+    runner = CliRunner()
+    for path in walk(typer.main.get_command(app), ()):
+        result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+        assert result.exit_code == 0, (path, result.output)
+        assert "…" not in result.output, (path, result.output)

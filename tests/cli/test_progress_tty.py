@@ -11,7 +11,7 @@ import select
 import subprocess
 import sys
 
-from railforge.cli.main import PARALLEL_MIN_DEVICES
+from railforge.cli.build import PARALLEL_MIN_DEVICES
 from railforge.cli.parallel import jobs_for
 from railforge.render import families
 from tests.conftest import ROOT, example_spec, plan_of

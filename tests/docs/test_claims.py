@@ -58,3 +58,15 @@ def test_the_bom_and_report_pages_quote_the_builds_counts(built):
     quantity = {r.split(",")[2]: int(r.split(",")[5]) for r in rows if r.startswith(("transceiver,", "cable,ACC spl"))}
     assert f"{quantity['MMA4Z00-NS']:,} MMA4Z00-NS and {quantity['MMA4Z00-NS400']} MMA4Z00-NS400" in bom_page
     assert f"{quantity['MCA7J60-N005']} `ACC splitter 1:2` (MCA7J60-N005)" in bom_page
+
+
+def test_the_slurm_mutation_in_the_docs_is_the_one_the_live_tests_name():
+    """docs/slurm.md's RAILFORGE_SLURM_MUTATE example once lacked SelectTypeParameters=CR_Memory: select/linear
+    then refuses the generated CR_Core_Memory and slurmctld never starts, so no test could fail for a reason."""
+    from tests.slurm.conftest import DOCUMENTED_MUTATION
+
+    doc = (ROOT / "docs" / "slurm.md").read_text()
+    assert f'RAILFORGE_SLURM_MUTATE="{DOCUMENTED_MUTATION}"' in doc
+    keys = dict(item.split("=", 1) for item in DOCUMENTED_MUTATION.split(";"))
+    assert keys["TopologyPlugin"] == "topology/none"
+    assert keys["SelectType"] != "select/linear" or keys.get("SelectTypeParameters") == "CR_Memory"

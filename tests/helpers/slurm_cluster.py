@@ -6,22 +6,32 @@ many slurmd on one host, each node on its own address, with nothing of the host'
 What runs (all root, all stopped by PID in `stop()`):
   - munged with a private key and socket (`AuthInfo=socket=...` in both configs);
   - mariadbd on 127.0.0.1:`mariadb_port` with a private data dir, and slurmdbd on the bridge address
-    (QOS and preemption need accounting): cluster, account `rf` and user root are created, then the
-    generated `qos.sh` runs against it;
+    (QOS and preemption need accounting): the cluster is registered, then the generated `qos.sh` and
+    `accounts.sh` run against it;
   - slurmctld on the bridge address (`SlurmctldHost` = this host's short name, as Slurm demands);
   - one slurmd per GPU node of the plan, each in its own network namespace `<prefix>-<n>` wired by a veth to
     the bridge `<prefix>-br` (`nsenter --net=...`: `ip netns exec` remounts /sys without cgroups).
 
+Each slurmd reports the hardware of the server it stands for (`NodeHardware`), not this machine's, through the
+interfaces slurmd itself reads: hwloc's synthetic topology (`HWLOC_SYNTHETIC`, sockets x cores x threads) and
+`sysconf(_SC_PHYS_PAGES)` answered by `slurmd_memory.c` (LD_PRELOAD, the memory Linux reports on that server).
+No `SlurmdParameters=config_overrides`: slurmctld checks every registration against the node line as it would
+on the real cluster (a node reporting less memory than RealMemory drains with "Low RealMemory").
+
 The generated slurm.conf, gres.conf, topology.conf and cgroup.conf are used as written, except the keys that must
 differ on a shared test host (`LOCAL_KEYS`: ports, paths, users, munge socket, addresses, and
 proctrack/linuxproc + task/none because jobs here get no cgroups); GPU `File=` paths point at placeholder files
-and every node line gets `NodeAddr=`. `overrides` replaces any further key (e.g. HealthCheckProgram).
+and every node line gets `NodeAddr=`. `overrides` replaces any further key (e.g. HealthCheckProgram). Users other
+than root run Slurm commands too (`submit(user=...)`), so the work folder must be reachable by every user.
 
 API (see each method):
-    cluster = SlurmCluster(slurm_dir, workdir, SlurmClusterConfig(prefix="i27", subnet="10.227.0.0/24", ...))
+    cluster = SlurmCluster(slurm_dir, workdir, SlurmClusterConfig(prefix="i27", subnet="10.227.0.0/24",
+                                                                  node=NodeHardware(2, 56, 2, 2063205), ...))
     cluster.start()                          # returns when every node is idle; stop() always cleans up
     cluster.env                              # environment with SLURM_CONF for running Slurm commands yourself
-    job = cluster.submit("-N2", "--exclusive", qos="p5", wrap="sleep 600")   # -> job id (int)
+    job = cluster.submit("-N2", "--exclusive", qos="p5", wrap="sleep 600")   # -> job id (int), as root (admin)
+    cluster.submit("-p", "research", user="rf-alice", account="research")    # as a tenant's user
+    cluster.restart_slurmd("su001-gpu01", memtotal_mib=1024)                 # re-register reporting other memory
     cluster.squeue()                         # -> [{"id", "name", "state", "reason", "nodes", "qos", ...}]
     cluster.sacct(job)                       # -> [{"JobID", "State", "NodeList", ...}] (all records, -D)
     cluster.scontrol("show", "node", "su001-gpu01")   # -> stdout; raises with stderr on failure
@@ -50,7 +60,8 @@ from typing import TypeVar
 T = TypeVar("T")
 PLUGINS = Path("/usr/lib/x86_64-linux-gnu/slurm-wlm")
 TOOLS = ("root", "slurmctld", "slurmd", "slurmdbd", "munged", "mungekey", "mariadbd", "mariadb-install-db",
-         "mariadb", "sbatch", "squeue", "sacct", "sacctmgr", "scontrol", "nsenter", "ip")
+         "mariadb", "sbatch", "squeue", "sacct", "sacctmgr", "scontrol", "nsenter", "ip", "cc", "runuser")
+MEMORY_SHIM = Path(__file__).with_name("slurmd_memory.c")
 SQUEUE_FIELDS = {"id": "%i", "name": "%j", "state": "%T", "reason": "%r", "nodes": "%N", "qos": "%q",
                  "partition": "%P", "start": "%S", "count": "%D", "priority": "%Q"}
 
@@ -59,10 +70,23 @@ class SlurmHarnessError(RuntimeError):
     """A daemon did not start or a Slurm command failed; the message carries its output or log tail."""
 
 
+@dataclass(frozen=True)
+class NodeHardware:
+    """What each slurmd reports: the CPU topology and the memory Linux reports (MemTotal, MiB) of the server."""
+
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    memtotal_mib: int
+
+
 @dataclass
 class SlurmClusterConfig:
-    """Names and ports unique to one user of the machine. `overrides` sets slurm.conf keys after the local ones."""
+    """Names and ports unique to one user of the machine, and the hardware every slurmd reports (default: exactly
+    what its node line declares, so the registration check runs but says nothing about the plan's numbers).
+    `overrides` sets slurm.conf keys after the local ones."""
 
+    node: NodeHardware | None = None
     prefix: str = "i26"
     subnet: str = "10.226.0.0/24"
     slurmctld_port: int = 26817
@@ -129,6 +153,8 @@ class SlurmCluster:
         self.namespaces: list[str] = []
         self.nodes: list[str] = []
         self.cluster_name = ""
+        self.admin_account = "root"
+        self.hardware = self.cfg.node
         self.with_slurmd = True
         self.slurmctld_seconds = 0.0
 
@@ -148,15 +174,22 @@ class SlurmCluster:
 
     def _write_configs(self) -> None:
         etc, run = self.dir / "etc", self.dir / "run"
-        for sub in ("etc", "run", "log", "state", "spool", "dev", "plugins", "db", "jobs"):
+        for sub in ("etc", "run", "log", "state", "spool", "dev", "plugins", "db", "jobs", "tmp"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
         for so in sorted(PLUGINS.glob("*.so")):
-            if not so.name.startswith(("mpi_pmix", "mpi_cray")):
+            if not so.name.startswith("mpi_cray"):
                 link = self.dir / "plugins" / so.name
                 if not link.exists():
                     link.symlink_to(so)
         text = (self.source / "slurm.conf").read_text()
         self.cluster_name = re.search(r"^ClusterName=(\S+)", text, re.M).group(1)
+        if self.hardware is None:
+            line = re.search(r"^NodeName=.*", text, re.M).group(0)
+            keys = dict(re.findall(r"(\w+)=(\S+)", line))
+            self.hardware = NodeHardware(int(keys["Sockets"]), int(keys["CoresPerSocket"]),
+                                         int(keys.get("ThreadsPerCore", "1")), int(keys["RealMemory"]))
+        allowed = re.search(r"^PartitionName=\S+ .*Default=YES.* AllowAccounts=([^,\s]+)", text, re.M)
+        self.admin_account = allowed.group(1) if allowed else "root"
         if len(self.nodes) > len(self.hosts) - 1:
             raise SlurmHarnessError(f"{len(self.nodes)} nodes do not fit in {self.cfg.subnet}")
         # every node gets an address, also without slurmd: a node without NodeAddr is looked up in DNS, for minutes
@@ -170,8 +203,10 @@ class SlurmCluster:
             "SlurmctldLogFile": str(self.dir / "log" / "slurmctld.log"),
             "SlurmdLogFile": str(self.dir / "log" / "slurmd-%n.log"),
             "PluginDir": str(self.dir / "plugins"), "MailProg": "/bin/true",
+            # one /tmp per node, as each real node has: PMIx puts a step's rendezvous folder there
+            "TmpFS": str(self.dir / "tmp" / "%n"),
             "ProctrackType": "proctrack/linuxproc", "TaskPlugin": "task/none",
-            "JobAcctGatherType": "jobacct_gather/none", "SlurmdParameters": "config_overrides",
+            "JobAcctGatherType": "jobacct_gather/none",
             "AccountingStorageHost": self.bridge_ip, "AccountingStoragePass": str(run / "munge.socket"),
             "AccountingStoragePort": str(self.cfg.slurmdbd_port),
             "HealthCheckProgram": None, "HealthCheckInterval": None, "HealthCheckNodeState": None,
@@ -193,6 +228,15 @@ class SlurmCluster:
         (etc / "gres.conf").write_text(gres.replace("File=/dev/", f"File={dev}/"))
         for name in ("topology.conf", "cgroup.conf"):
             shutil.copyfile(self.source / name, etc / name)
+        for path in (self.dir, self.dir / "etc", run, self.dir / "plugins"):
+            path.chmod(0o755)
+        for name in ("slurm.conf", "gres.conf", "topology.conf", "cgroup.conf"):
+            (etc / name).chmod(0o644)
+        for sub in ("jobs", "tmp"):
+            (self.dir / sub).chmod(0o1777)
+        for node in self.nodes:
+            (self.dir / "tmp" / node).mkdir(exist_ok=True)
+            (self.dir / "tmp" / node).chmod(0o1777)
         dbd = etc / "slurmdbd.conf"
         dbd.write_text("\n".join([
             f"AuthInfo=socket={run / 'munge.socket'}", "AuthType=auth/munge",
@@ -205,9 +249,9 @@ class SlurmCluster:
 
     # ---- daemons ----------------------------------------------------------------------------------------------
 
-    def _spawn(self, name: str, cmd: list[str], log: Path) -> subprocess.Popen:
+    def _spawn(self, name: str, cmd: list[str], log: Path, env: dict | None = None) -> subprocess.Popen:
         fh = open(log, "ab")  # noqa: SIM115 - the daemon owns it until stop()
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=self.env, cwd=self.dir,
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env or self.env, cwd=self.dir,
                                 start_new_session=True)
         fh.close()
         self.procs[name] = proc
@@ -267,14 +311,12 @@ class SlurmCluster:
         proc = self._spawn("slurmdbd", ["slurmdbd", "-D"], log)
         self._await("slurmdbd", lambda: self._listening(self.cfg.slurmdbd_port, self.bridge_ip), proc, log,
                     timeout=120)
-        sacctmgr = ["sacctmgr", "-i"]
         if self.cluster_name not in _run(["sacctmgr", "-n", "-P", "show", "cluster", "format=cluster"],
                                          env=self.env).stdout.split():
-            _run([*sacctmgr, "add", "cluster", self.cluster_name], env=self.env)
+            _run(["sacctmgr", "-i", "add", "cluster", self.cluster_name], env=self.env)
         _run(["sh", str(self.source / "qos.sh")], env=self.env)
-        if "rf" not in _run(["sacctmgr", "-n", "-P", "show", "account", "format=account"], env=self.env).stdout.split():
-            _run([*sacctmgr, "add", "account", "rf", f"cluster={self.cluster_name}"], env=self.env)
-            _run([*sacctmgr, "add", "user", "root", "account=rf", f"cluster={self.cluster_name}"], env=self.env)
+        if (self.source / "accounts.sh").exists():
+            _run(["sh", str(self.source / "accounts.sh")], env=self.env)
 
     def _clean_leftovers(self) -> None:
         """Remove this prefix's namespaces and bridge left by a run that was killed, and the daemons inside them."""
@@ -320,11 +362,40 @@ class SlurmCluster:
                     proc, log, timeout=self.cfg.start_timeout)
         return time.monotonic() - started
 
+    def _memory_shim(self) -> Path:
+        """slurmd_memory.c built for this run (a C compiler is part of the harness's tools)."""
+        lib = self.dir / "run" / "slurmd_memory.so"
+        if not lib.exists():
+            _run(["cc", "-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o", str(lib), str(MEMORY_SHIM), "-ldl"])
+        return lib
+
+    def node_env(self, memtotal_mib: int | None = None) -> dict:
+        """The environment a slurmd (and `slurmd -C`) runs in: the configured server's CPU topology and memory."""
+        hw = self.hardware
+        return {**self.env, "LD_PRELOAD": str(self._memory_shim()),
+                "RAILFORGE_NODE_MEMTOTAL_MIB": str(hw.memtotal_mib if memtotal_mib is None else memtotal_mib),
+                "HWLOC_SYNTHETIC": f"pack:{hw.sockets} core:{hw.cores_per_socket} pu:{hw.threads_per_core}"}
+
+    def slurmd_config(self, memtotal_mib: int | None = None) -> str:
+        """What `slurmd -C` prints in a node's environment: the hardware a slurmd of this cluster reports."""
+        return _run(["slurmd", "-C"], env=self.node_env(memtotal_mib)).stdout
+
+    def _start_slurmd(self, node: str, memtotal_mib: int | None = None) -> None:
+        log = self.dir / "log" / f"slurmd-{node}.out"
+        self._spawn(f"slurmd:{node}", ["nsenter", f"--net=/run/netns/{self.cfg.prefix}-{node}",
+                                       "slurmd", "-D", "-N", node], log, env=self.node_env(memtotal_mib))
+
+    def restart_slurmd(self, node: str, memtotal_mib: int | None = None) -> None:
+        """Stop `node`'s slurmd and start it again reporting `memtotal_mib` (default: the configured server's);
+        it registers anew, and slurmctld checks the registration."""
+        proc = self.procs.pop(f"slurmd:{node}")
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        self._start_slurmd(node, memtotal_mib)
+
     def _slurmds(self) -> None:
         for node in self.nodes:
-            log = self.dir / "log" / f"slurmd-{node}.out"
-            self._spawn(f"slurmd:{node}", ["nsenter", f"--net=/run/netns/{self.cfg.prefix}-{node}",
-                                           "slurmd", "-D", "-N", node], log)
+            self._start_slurmd(node)
 
         def all_idle() -> bool:
             states = self.sinfo_states()
@@ -376,13 +447,25 @@ class SlurmCluster:
     def slurm(self, *cmd: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
         return _run(list(cmd), env=self.env, check=check, timeout=timeout)
 
-    def submit(self, *args: str, qos: str | None = None, wrap: str = "sleep 3600") -> int:
-        """sbatch with `args` (e.g. "-N2", "--gres=gpu:4"), as account rf; returns the job id."""
-        cmd = ["sbatch", "--parsable", "--account=rf", f"--chdir={self.dir / 'jobs'}", "--output=%j.out", *args]
+    def submit(self, *args: str, qos: str | None = None, wrap: str = "sleep 3600", user: str | None = None,
+               account: str | None = None) -> int:
+        """sbatch with `args` (e.g. "-N2", "--gres=gpu:4"); returns the job id. As root under the admin account
+        (the whole-cluster partition's), or as `user` (runuser) under `account` (default: the user's default)."""
+        cmd = ["sbatch", "--parsable", f"--chdir={self.dir / 'jobs'}", "--output=%j.out", *args]
+        if user is None:
+            cmd.insert(2, f"--account={account or self.admin_account}")
+        elif account is not None:
+            cmd.insert(2, f"--account={account}")
         if qos:
             cmd.append(f"--qos={qos}")
-        out = self.slurm(*cmd, "--wrap", wrap).stdout.strip()
+        out = self.as_user(user, *cmd, "--wrap", wrap).stdout.strip()
         return int(out.split(";")[0])
+
+    def as_user(self, user: str | None, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
+        """A Slurm command as `user` (None: root), with this cluster's SLURM_CONF."""
+        if user is None:
+            return self.slurm(*cmd, check=check)
+        return self.slurm("runuser", "-u", user, "--", "env", f"SLURM_CONF={self.conf}", *cmd, check=check)
 
     def squeue(self, *args: str) -> list[dict]:
         """Every job in the queue (pending and running) as a dict of SQUEUE_FIELDS; `nodes` is a list of names."""
@@ -442,7 +525,9 @@ class SlurmCluster:
 
     def cancel_all(self, timeout: float = 60) -> None:
         """scancel every job and wait until the queue is empty and every node is idle again."""
-        self.slurm("scancel", "-u", "root", check=False)
+        jobs = [str(j["id"]) for j in self.squeue()]
+        if jobs:
+            self.slurm("scancel", *jobs, check=False)
         self.wait_for(lambda: not self.squeue(), timeout, what="an empty queue")
         self.wait_for(lambda: all(s.startswith(("idle", "drain", "down")) for s in self.sinfo_states().values()),
                       timeout, what="idle nodes")

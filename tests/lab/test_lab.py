@@ -242,7 +242,7 @@ def test_swapped_cables_are_named_from_real_lldp(running: Path, tmp_path: Path) 
                    "--no-speed", check=False)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "swapped" in proc.stdout and first.id in proc.stdout and second.id in proc.stdout, proc.stdout
-    assert "1 findings" in proc.stdout, proc.stdout
+    assert "1 finding" in proc.stdout, proc.stdout
 
     # `lab check` fails too: the swapped /31s cannot peer, and LLDP names the swap
     report = tmp_path / "swapped.json"

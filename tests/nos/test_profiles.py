@@ -20,13 +20,13 @@ PACKAGE = ROOT / "railforge"
 
 
 def test_registry_names_and_lookup():
-    assert nos.names() == ("sonic", "cumulus", "mlnx-os")
-    assert nos.names("storage") == ("sonic", "cumulus")
+    assert nos.names() == ("sonic", "cumulus", "eos", "mlnx-os")
+    assert nos.names("storage") == ("sonic", "cumulus", "eos")
     assert nos.names(kind="infiniband") == ("mlnx-os",)
     assert isinstance(nos.profile("cumulus"), NosProfile)
-    assert nos.find(None) is None and nos.find("eos") is None
-    with pytest.raises(KeyError, match="no switch OS profile 'eos' .known: sonic, cumulus, mlnx-os"):
-        nos.profile("eos")
+    assert nos.find(None) is None and nos.find("junos") is None
+    with pytest.raises(KeyError, match="no switch OS profile 'junos' .known: sonic, cumulus, eos, mlnx-os"):
+        nos.profile("junos")
 
 
 def test_defaults_per_fabric():
@@ -36,12 +36,14 @@ def test_defaults_per_fabric():
     assert StorageFabric.model_validate({"leaf": {"model": "a"}, "spine": {"model": "b"}}).nos == "cumulus"
 
 
-@pytest.mark.parametrize(("name", "cage", "sub", "split", "expected"), [
-    ("cumulus", 0, 0, 1, "swp1"), ("cumulus", 3, 2, 4, "swp4s2"),
-    ("mlnx-os", 0, 0, 1, "1"), ("mlnx-os", 31, 1, 2, "32/2"),
+@pytest.mark.parametrize(("name", "cage", "sub", "split", "lanes", "expected"), [
+    ("cumulus", 0, 0, 1, 8, "swp1"), ("cumulus", 3, 2, 4, 8, "swp4s2"),
+    ("mlnx-os", 0, 0, 1, 8, "1"), ("mlnx-os", 31, 1, 2, 8, "32/2"),
+    ("eos", 0, 0, 1, 8, "Ethernet1/1"), ("eos", 0, 1, 2, 8, "Ethernet1/5"), ("eos", 63, 3, 4, 8, "Ethernet64/7"),
+    ("eos", 9, 5, 8, 8, "Ethernet10/6"), ("eos", 48, 1, 4, 4, "Ethernet49/2"), ("eos", 64, 0, 1, 1, "Ethernet65"),
 ])
-def test_port_names(name, cage, sub, split, expected):
-    assert nos.profile(name).port_name(cage, sub, split, 8) == expected
+def test_port_names(name, cage, sub, split, lanes, expected):
+    assert nos.profile(name).port_name(cage, sub, split, lanes) == expected
 
 
 def test_sonic_names_ports_from_its_platform():
@@ -57,7 +59,7 @@ def test_sonic_names_ports_from_its_platform():
 
 
 def test_spec_errors_list_the_registry():
-    with pytest.raises(ValidationError, match=r"Input should be 'sonic' or 'cumulus'"):
+    with pytest.raises(ValidationError, match=r"Input should be 'sonic', 'cumulus' or 'eos'"):
         OobFabric.model_validate({"nos": "mlnx-os", "leaf": {"model": "a"}, "spine": {"model": "b"}})
 
 
@@ -71,7 +73,8 @@ def test_ztp_and_files():
 
 # The words that name each OS in code: its profile name and the name of its own config system. A new OS adds its
 # entry here (the test below fails until it does).
-WORDS = {"sonic": ("sonic",), "cumulus": ("cumulus", "nvue"), "mlnx-os": ("mlnx_os", "mlnx-os")}
+WORDS = {"sonic": ("sonic",), "cumulus": ("cumulus", "nvue"), "eos": ("eos", "arista", "avd", "pyavd"),
+         "mlnx-os": ("mlnx_os", "mlnx-os")}
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 

@@ -234,6 +234,7 @@ def test_failed_build_leaves_previous_output(tmp_path: Path) -> None:
 def test_interrupted_render_leaves_previous_output(tmp_path: Path, monkeypatch) -> None:
     from typer.testing import CliRunner
 
+    import railforge.cli.build as build_command
     import railforge.cli.main as cli
     from railforge.render import Family, families
 
@@ -246,7 +247,7 @@ def test_interrupted_render_leaves_previous_output(tmp_path: Path, monkeypatch) 
         output.write_text("half-written.txt", "partial")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "families", lambda: [*families(), Family("boom", "fails midway", explode)])
+    monkeypatch.setattr(build_command, "families", lambda: [*families(), Family("boom", "fails midway", explode)])
     result = runner.invoke(cli.app, ["build", str(example_spec("roce-a800-4nic")), "--out", str(out)])
     assert result.exit_code != 0
     assert _tree_digest(out) == before

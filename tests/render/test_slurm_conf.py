@@ -21,7 +21,7 @@ from tests.conftest import ROOT, require_tool, run_cli
 
 SPEC = ROOT / "tests" / "specs" / "slurm-lab.yaml"
 GOLDEN = ROOT / "tests" / "golden" / "slurm" / "slurm-lab"
-FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "qos.sh", "topology.conf")
+FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "qos.sh", "accounts.sh", "topology.conf")
 
 
 def lab_plan():

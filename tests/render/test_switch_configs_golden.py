@@ -23,6 +23,11 @@ CASES = {
                                  for f in ("config_db.json", "frr.conf")],
     ("nvue", "configs-cumulus"): [f"{d}/startup.yaml" for d in ("su001-leaf-r0", "spine01", "su001-stor-leaf1a",
                                                                 "su001-stor-leaf1b", "stor-spine01", "su001-oob1")],
+    ("eos", "configs-eos"): [f"{d}/{f}" for d in ("su001-leaf-r0", "spine01", "su001-stor-leaf1a", "stor-spine01",
+                                                  "su001-oob1", "oob-spine01")
+                             for f in ("structured_config.yaml", "startup-config")],
+    ("eos", "configs-eos-mlag"): [f"{d}/{f}" for d in ("su001-leaf-r0", "su001-stor-leaf1a", "su001-stor-leaf1b")
+                                  for f in ("structured_config.yaml", "startup-config")],
     ("opensm", "configs-ib"): [f"opensm/{f}" for f in ("opensm.conf", "root-switches.txt", "partitions.conf",
                                                         "partition-members.txt", "make-partitions",
                                                         "expected-topology.txt", "make-root-guids")],

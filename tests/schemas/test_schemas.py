@@ -82,7 +82,7 @@ def test_every_example_spec_validates_and_a_bad_nos_does_not():
     spec["oob"]["nos"] = "mlnx-os"
     spec["compute"]["leaf"]["speed"] = 400
     messages = [e.message for e in v.iter_errors(spec)]
-    assert any("'mlnx-os' is not one of ['sonic', 'cumulus']" in m for m in messages), messages
+    assert any("'mlnx-os' is not one of ['sonic', 'cumulus', 'eos']" in m for m in messages), messages
 
 
 def test_pulumi_reader_supports_this_schema_version(plans, monkeypatch):

@@ -279,3 +279,24 @@ def test_a_garbage_json_lldp_file_is_reported_as_bad_json(roce_plan: Plan, tmp_p
     with pytest.raises(LldpFormatError, match=r"spine01\.json: not lldpcli JSON") as exc:
         parse_lldp_file(f, PlanNames(roce_plan))
     assert "LocalPort" not in str(exc.value)
+
+
+def test_partial_view_counts_the_cables_its_findings_name(roce_plan: Plan) -> None:
+    """`verify cabling --partial` of one leaf's table that shows a swap said `0 planned cables in view, 0 match,
+    1 findings`: the swapped cables were judged, so they are in view."""
+    leaf = "su001-leaf-r0"
+    names = PlanNames(roce_plan)
+    far = {}
+    for lk in roce_plan.links:
+        if leaf in (lk.a.device, lk.b.device):
+            here, there = (lk.a, lk.b) if lk.a.device == leaf else (lk.b, lk.a)
+            far[here.port] = (there.device, there.port, lk.id)
+    rows = {port: (port, device, "0c:42:a1:00:00:01" if device.startswith("su") else peer, peer)
+            for port, (device, peer, _) in far.items()}
+    rows["Ethernet64"], rows["Ethernet68"] = (
+        ("Ethernet64", *rows["Ethernet68"][1:]), ("Ethernet68", *rows["Ethernet64"][1:]))
+    report = compare(roce_plan.links, parse_sonic_lldp_table(sonic_table(list(rows.values())), leaf, names),
+                     partial=True)
+    assert [(f.kind, sorted(f.cables)) for f in report.findings] == [
+        ("swapped", sorted([far["Ethernet64"][2], far["Ethernet68"][2]]))]
+    assert report.checked == 2 and report.matched == 0

@@ -1,5 +1,6 @@
 """The routing part of a generated Cumulus NVUE `startup.yaml` as the integrated frr.conf that NVUE
-writes on the switch, so the lab boots Cumulus fabrics on the same FRR as SONiC ones.
+writes on the switch (through the lab's shared FRR model, `railforge/lab/frr_model.py`), so the lab boots
+Cumulus fabrics on the same FRR as SONiC ones.
 
 Only the keys the compute fabric's BGP uses are translated (BGP, BFD, prefix lists, route maps in the
 default VRF); any other key under `router` or the default VRF's `router bgp` is refused by name, so the
@@ -8,17 +9,13 @@ lab never boots a configuration with a part silently dropped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import jinja2
 import yaml
 
+from railforge.lab.frr_model import Bfd, FrrConfig, Neighbor, PeerGroup, PrefixList, PrefixRule, RouteMap, frr_conf
 from railforge.nos.profile import TranslationError
 
-TEMPLATES = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-                               trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
-                               keep_trailing_newline=True)
 ROUTER_KEYS = {"bfd", "bgp", "policy"}
 VRF_BGP_KEYS = {"enable", "state", "path-selection", "address-family", "peer-group", "neighbor"}
 
@@ -34,73 +31,6 @@ def _flag(value: object) -> bool:
 def _on(node: object) -> bool:
     """NVUE's switches before 5.15 (`enable: on`) and from 5.15 (`state: enabled`)."""
     return isinstance(node, dict) and (_flag(node.get("enable")) or _flag(node.get("state")))
-
-
-@dataclass(slots=True)
-class PrefixRule:
-    seq: int
-    action: str
-    prefix: str
-    le: int | None
-
-
-@dataclass(slots=True)
-class PrefixList:
-    name: str
-    rules: list[PrefixRule]
-
-
-@dataclass(slots=True)
-class RouteMap:
-    name: str
-    seq: int
-    action: str
-    prefix_list: str | None
-
-
-@dataclass(slots=True)
-class Bfd:
-    multiplier: int
-    rx: int
-    tx: int
-
-
-@dataclass(slots=True)
-class PeerGroup:
-    name: str
-    remote_as: str | None
-    bfd: Bfd | None
-    timers: tuple[int, int] | None
-    route_map_in: str | None
-    route_map_out: str | None
-
-    @property
-    def bfd_profile(self) -> str:
-        return f"RF-{self.name}"
-
-
-@dataclass(slots=True)
-class Neighbor:
-    key: str
-    unnumbered: bool
-    peer_group: str
-    remote_as: str | None
-    description: str | None
-
-
-@dataclass(slots=True)
-class FrrConfig:
-    hostname: str
-    asn: int
-    router_id: str
-    multipath_relax: bool
-    maximum_paths_ebgp: int | None
-    maximum_paths_ibgp: int | None
-    networks: list[str] = field(default_factory=list)
-    prefix_lists: list[PrefixList] = field(default_factory=list)
-    route_maps: list[RouteMap] = field(default_factory=list)
-    peer_groups: list[PeerGroup] = field(default_factory=list)
-    neighbors: list[Neighbor] = field(default_factory=list)
 
 
 def _unknown(where: str, node: dict, known: set[str]) -> None:
@@ -189,6 +119,6 @@ def frr_config(startup: list | dict, where: str = "startup.yaml") -> FrrConfig:
 def frr_conf_text(startup_yaml: Path) -> str:
     try:
         doc = yaml.load(startup_yaml.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        return TEMPLATES.get_template("frr-from-nvue.conf.j2").render(c=frr_config(doc, str(startup_yaml)))
+        return frr_conf(frr_config(doc, str(startup_yaml)))
     except (KeyError, TypeError, AttributeError, yaml.YAMLError) as exc:
         raise NvueError(f"{startup_yaml}: not an NVUE startup.yaml the lab can read ({exc})") from None

@@ -32,7 +32,7 @@ options:
     description: Checks to run.
     type: list
     elements: str
-    choices: [link, speed, lldp, ip, gid, gpu, fabric_manager, peermem]
+    choices: [link, speed, lldp, ip, gid, hca, gpu, fabric_manager, peermem]
     required: true
   gpus_expected:
     description: Number of GPUs the node must show.
@@ -186,6 +186,41 @@ def check_gid(rail, fabric):
     return None if wanted in gids else f"{rail['hca']} has no RoCE v2 GID for {address}"
 
 
+def _natural(name):
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def rdma_devices():
+    """RDMA device -> the network interfaces behind it, as ibdev2netdev reads them:
+    /sys/class/infiniband/<device>/device/net/<interface>."""
+    try:
+        names = os.listdir(SYS_IB)
+    except OSError:
+        return {}
+    devices = {}
+    for name in names:
+        try:
+            devices[name] = sorted(os.listdir(os.path.join(SYS_IB, name, "device", "net")))
+        except OSError:
+            devices[name] = []
+    return devices
+
+
+def check_hca(rail, devices):
+    """The rail's interface is behind the RDMA device the plan names (NCCL_IB_HCA, gres.conf and burn-in use it)."""
+    planned, ifname = rail["hca"], rail["ifname"]
+    actual = sorted((d for d, nets in devices.items() if ifname in nets), key=_natural)
+    if planned in actual:
+        return None
+    if actual:
+        return f"{ifname} is on RDMA device {', '.join(actual)}, plan says {planned}"
+    if planned not in devices:
+        present = ", ".join(sorted(devices, key=_natural)) or "none"
+        return f"no RDMA device {planned} (this host has {present})"
+    behind = ", ".join(devices[planned]) or "no interface"
+    return f"RDMA device {planned} is behind {behind}, not {ifname}"
+
+
 def check_gpu(expected):
     if shutil.which("nvidia-smi") is None:
         return "nvidia-smi not found"
@@ -230,6 +265,7 @@ def run_checks(params):
         else:
             failures.append(failure)
 
+    devices = rdma_devices() if "hca" in checks else {}
     neighbours = None
     if "lldp" in checks and fabric == "roce":
         neighbours, error = wait_for_neighbours(rails, params["lldp_wait"])
@@ -241,6 +277,7 @@ def run_checks(params):
             "speed": lambda r: check_speed(r, fabric),
             "ip": check_ip,
             "gid": lambda r: check_gid(r, fabric),
+            "hca": lambda r: check_hca(r, devices),
         }
         if neighbours is not None:
             per_rail["lldp"] = lambda r: check_lldp(r, neighbours)
@@ -269,7 +306,7 @@ def main():
                 "type": "list",
                 "elements": "str",
                 "required": True,
-                "choices": ["link", "speed", "lldp", "ip", "gid", "gpu", "fabric_manager", "peermem"],
+                "choices": ["link", "speed", "lldp", "ip", "gid", "hca", "gpu", "fabric_manager", "peermem"],
             },
             "gpus_expected": {"type": "int", "default": 8},
             "nvswitch": {"type": "bool", "default": False},
