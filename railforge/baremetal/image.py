@@ -40,7 +40,7 @@ ROLE_PACKAGES = (
     "pciutils",                                          # host_tuning
     "python3-venv", "python3-packaging", "lldpd", "iproute2",  # node_health (lldpd also node_validate)
     "netplan.io", "procps",                              # rails
-    "slurmd", "slurm-client", "munge",                   # slurm_node
+    "slurmd", "slurm-client", "munge", "libpmix2", "libpmix-dev",  # slurm_node (PMIx: i38-slurm)
     "iputils-ping",                                      # storage_bond
 )
 NODE_PACKAGES = (
