@@ -14,6 +14,8 @@ from rich.markup import escape
 from railforge.baremetal.files import BootOptions, boot_files
 from railforge.baremetal.hostmacs import TEMPLATE, HostMacError, read_host_macs
 from railforge.baremetal.identity import identities
+from railforge.baremetal.installed import INSTALLED, InstalledError, read_installed
+from railforge.baremetal.reportkey import ReportKeyError, create_key, load_key
 from railforge.baremetal.tree import write_boot_tree
 from railforge.cli import show
 from railforge.inputs import is_control, shown
@@ -22,7 +24,7 @@ from railforge.plan.outdir import BuildError
 from railforge.provision.credentials import CredentialError, load_credentials
 
 boot_app = typer.Typer(no_args_is_help=True, help=__doc__)
-IMAGES = {"stateless": ("vmlinuz", "initrd.img"), "installer": ("linux", "initrd.gz")}
+IMAGES = {"stateless": ("vmlinuz", "initrd.img", "filesystem.squashfs"), "installer": ("linux", "initrd.gz")}
 IMAGE_DIRS = {"stateless": "stateless", "installer": "debian-installer"}
 
 
@@ -69,6 +71,8 @@ def host_file(cluster: Path, given: Path | None) -> Path:
 ClusterArg = Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")]
 HostMacsOpt = Annotated[Path | None, typer.Option(help=f"filled-in {TEMPLATE} (default: <cluster>/{TEMPLATE})")]
 OutOpt = Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")]
+ReportKeyOpt = Annotated[Path, typer.Option(help="the report-in key (0600; `boot files` creates it when missing): "
+                                                 "each host's token is derived from it")]
 
 def say(console: Console, level: str, text: str) -> None:
     colour = {"error": "red", "note": "yellow"}.get(level, "green")
@@ -80,7 +84,10 @@ def files_cmd(
     cluster: ClusterArg,
     server: Annotated[str, typer.Option(help="URL of the HTTP server whose document root is the generated folder")],
     report: Annotated[str, typer.Option(help="URL booted hosts POST to (railforge boot report-in)")],
+    report_key: ReportKeyOpt,
     host_macs: HostMacsOpt = None,
+    state: Annotated[Path | None, typer.Option(help=f"report-in's state folder: hosts in its {INSTALLED} keep "
+                                                    "booting from their disks")] = None,
     credentials: Annotated[str | None, typer.Option(help="YAML with admin_password_hash and ssh_authorized_keys "
                                                          "for installed hosts; '-' reads stdin")] = None,
     dns: Annotated[list[str] | None, typer.Option(help="DNS server for installed hosts (repeat)")] = None,
@@ -108,24 +115,64 @@ def files_cmd(
                 raise BootError(f"{option} {value!r}: want one word without spaces")
         opts = BootOptions(http_url("--server", server), http_url("--report", report), console,
                            tuple(kernel_arg or ()), tuple(dns or ()), domain, disk, http_url("--mirror", mirror))
-        written = boot_files(ids, opts, creds)
+        installed = frozenset(read_installed(state / INSTALLED, ids)) if state and (state / INSTALLED).exists() \
+            else frozenset()
+        created = create_key(report_key)
+        written = boot_files(ids, opts, creds, load_key(report_key), installed)
         write_boot_tree(generated, written)
     except HostMacError as exc:
         for e in exc.errors:
             say(err, "error", e)
         raise typer.Exit(2) from None
-    except (BuildError, CredentialError, BootError, OSError) as exc:
+    except (BuildError, CredentialError, BootError, ReportKeyError, InstalledError, OSError) as exc:
         say(err, "error", str(exc))
         raise typer.Exit(2) from None
+    if created:
+        say(err, "note", f"created the report-in key {report_key} (0600); give report-in the same file")
     booting = [i for i in ids if i.boot_mac]
     targets = {t: sum(1 for i in booting if i.target == t) for t in IMAGES}
     say(err, "ok", f"wrote {len(written)} files to {generated / 'boot'}: {len(booting)} hosts boot "
-        f"({', '.join(f'{n} {t}' for t, n in targets.items())}); {len(ids) - len(booting)} without a boot MAC")
+        f"({', '.join(f'{n} {t}' for t, n in targets.items())}); {len(ids) - len(booting)} without a boot MAC"
+        + (f"; {len(installed)} installed boot from their disks" if installed else ""))
+    if targets["installer"] and state is None:
+        say(err, "note", f"installer hosts get the installer: pass --state (report-in's folder) so that hosts in its "
+            f"{INSTALLED} keep booting from their disks")
     for target, names in IMAGES.items():
         folder = generated / "boot" / "images" / IMAGE_DIRS[target]
         missing = [n for n in names if not (folder / n).is_file()]
         if targets[target] and missing:
             say(err, "note", f"{target} hosts need {', '.join(missing)} in {folder}")
+
+
+@boot_app.command("image")
+def image_cmd(
+    out: Annotated[Path, typer.Option(help="folder for vmlinuz, initrd.img, filesystem.squashfs, manifest.json "
+                                           "(usually <generated>/boot/images/stateless)")],
+    mirror: Annotated[str, typer.Option(help="Debian mirror")] = "http://deb.debian.org/debian",
+    credentials: Annotated[str | None, typer.Option(help="YAML whose ssh_authorized_keys go to root's "
+                                                         "authorized_keys ('-' reads stdin); nothing else is used")
+                           ] = None,
+    package: Annotated[list[str] | None, typer.Option(help="one more Debian package (repeat)")] = None,
+) -> None:
+    """Build the stateless node image from Debian 12 (needs root, debootstrap, squashfs-tools; minutes)."""
+    import re
+
+    from railforge.baremetal.image import ImageError, ImageOptions, build
+
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        for p in package or []:
+            if not re.fullmatch(r"[a-z0-9][a-z0-9+.-]{1,100}", p):
+                raise BootError(f"--package {shown(p)}: want a Debian package name such as lldpd")
+        creds = load_credentials(credentials)
+        opts = ImageOptions(out, http_url("--mirror", mirror), tuple(creds.ssh_authorized_keys), tuple(package or ()))
+        manifest = build(opts, log=lambda m: say(err, "note", m))
+    except (BootError, CredentialError, ImageError, OSError) as exc:
+        say(err, "error", str(exc))
+        raise typer.Exit(2) from None
+    sizes = ", ".join(f"{n} {f['bytes'] / 2 ** 20:.1f} MiB" for n, f in manifest["files"].items())
+    say(err, "ok", f"stateless image (kernel {manifest['kernel']}, {len(manifest['packages'])} packages) in {out}: "
+        f"{sizes}; built in {manifest['build_seconds']:.0f} s")
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -145,6 +192,7 @@ def report_in_cmd(
     cluster: ClusterArg,
     listen: Annotated[str, typer.Option(help="ADDRESS:PORT to serve POST /register on")],
     state: Annotated[Path, typer.Option(help="folder for reports.jsonl, booted-hosts.txt, findings.csv")],
+    report_key: ReportKeyOpt,
     host_macs: HostMacsOpt = None,
     out: OutOpt = None,
 ) -> None:
@@ -153,15 +201,15 @@ def report_in_cmd(
 
     err = Console(stderr=True, soft_wrap=True)
     try:
-        plan, _ = outdir.load(cluster, out)
+        plan, generated = outdir.load(cluster, out)
         ids = identities(plan, read_host_macs(host_file(cluster, host_macs), plan))
         address, port = _listen(listen)
-        server = serve(ids, state, address, port)
+        server = serve(ids, state, address, port, load_key(report_key), generated)
     except HostMacError as exc:
         for e in exc.errors:
             say(err, "error", e)
         raise typer.Exit(2) from None
-    except (BuildError, BootError, OSError) as exc:
+    except (BuildError, BootError, ReportKeyError, InstalledError, OSError) as exc:
         say(err, "error", str(exc))
         raise typer.Exit(2) from None
     say(err, "ok", f"report-in on http://{listen}/register for {sum(1 for i in ids if i.boot_mac)} hosts; "
@@ -208,8 +256,8 @@ def bmc_credentials(source: Path | None, environ: dict[str, str]):
 
 
 def _bmc(action: str, cluster: Path, hosts: str, host_macs: Path | None, bmc_credentials_file: Path | None,
-         url: str, system_id: str | None, concurrency: int, retries: int, timeout: float, insecure: bool,
-         ca_file: Path | None, out: Path | None, results: Path | None) -> None:
+         url: str, system_id: str | None, concurrency: int, retries: int, timeout: float, settle: float,
+         insecure: bool, ca_file: Path | None, out: Path | None, results: Path | None) -> None:
     import os
     import time
 
@@ -217,7 +265,7 @@ def _bmc(action: str, cluster: Path, hosts: str, host_macs: Path | None, bmc_cre
     from rich.text import Text
 
     from railforge.baremetal.identity import SelectionError, select
-    from railforge.baremetal.redfish import ERROR, OK, Settings, run
+    from railforge.baremetal.redfish import ERROR, MISMATCH, OK, UNKNOWN, Settings, run
 
     err = Console(stderr=True, soft_wrap=True)
     try:
@@ -232,10 +280,11 @@ def _bmc(action: str, cluster: Path, hosts: str, host_macs: Path | None, bmc_cre
         if not url.startswith(("http://", "https://")) or "{bmc}" not in url and "{host}" not in url:
             raise BootError(f"--url {url!r}: want a URL template naming {{bmc}} (the planned BMC IP) or {{host}}, "
                             "e.g. https://{bmc}")
-        if not 1 <= concurrency <= 1024 or not 0 <= retries <= 10 or not 0 < timeout <= 300:
-            raise BootError("--concurrency 1..1024, --retries 0..10, --timeout 0..300 s")
+        if not 1 <= concurrency <= 1024 or not 0 <= retries <= 10 or not 0 < timeout <= 300 or \
+                not 0 <= settle <= 3600:
+            raise BootError("--concurrency 1..1024, --retries 0..10, --timeout 0..300 s, --settle 0..3600 s")
         settings = Settings(url, system_id, concurrency, retries, timeout, verify_tls=not insecure,
-                            ca_file=str(ca_file) if ca_file else None)
+                            ca_file=str(ca_file) if ca_file else None, settle=settle)
     except HostMacError as exc:
         for e in exc.errors:
             say(err, "error", e)
@@ -246,18 +295,20 @@ def _bmc(action: str, cluster: Path, hosts: str, host_macs: Path | None, bmc_cre
     started = time.monotonic()
     got = run(ids, action, creds, settings)
     took = time.monotonic() - started
-    table = Table("host", "place", "status", "tries", "detail", title=f"railforge bmc {action}")
+    table = Table("host", "place", "status", "tries", "resets", "detail", title=f"railforge bmc {action}")
     for r in got:
         table.add_row(Text(r.host), Text(r.place), Text(r.status, style={OK: "green", ERROR: "red"}.get(
-            r.status, "yellow")), str(r.attempts), Text(r.detail.encode("unicode_escape").decode()))
+            r.status, "yellow")), str(r.attempts), str(r.resets), Text(r.detail.encode("unicode_escape").decode()))
     Console(soft_wrap=True).print(table)
     if results is not None:
         import json
 
-        results.write_text("".join(json.dumps({"host": r.host, "place": r.place, "status": r.status,
-                                               "detail": r.detail, "attempts": r.attempts}, sort_keys=True) + "\n"
-                                   for r in got))
-    counts = {s: sum(1 for r in got if r.status == s) for s in (OK, "mismatch", ERROR)}
+        tmp = results.with_name(f".{results.name}.{os.getpid()}")
+        tmp.write_text("".join(json.dumps({"host": r.host, "place": r.place, "status": r.status, "detail": r.detail,
+                                           "attempts": r.attempts, "resets": r.resets}, sort_keys=True) + "\n"
+                               for r in got))
+        os.replace(tmp, results)
+    counts = {s: sum(1 for r in got if r.status == s) for s in (OK, MISMATCH, UNKNOWN, ERROR)}
     say(err, "ok" if counts[OK] == len(got) else "note",
         f"{action} on {len(got)} hosts in {took:.1f} s (concurrency {concurrency}): "
         + ", ".join(f"{n} {s}" for s, n in counts.items()))
@@ -278,15 +329,18 @@ def _bmc_command(action: str, doc: str):
         system_id: Annotated[str | None, typer.Option(help="system Id template, e.g. {host} (default: the only "
                                                            "system the BMC lists)")] = None,
         concurrency: Annotated[int, typer.Option(help="BMCs talked to at once")] = 64,
-        retries: Annotated[int, typer.Option(help="retries after a transport error or HTTP 5xx")] = 3,
+        retries: Annotated[int, typer.Option(help="re-reads after a transport error or HTTP 5xx (a reset is "
+                                                  "never re-sent)")] = 3,
         timeout: Annotated[float, typer.Option(help="seconds per request")] = 10.0,
+        settle: Annotated[float, typer.Option(help="seconds to watch a BMC whose reset answer was late or 5xx "
+                                                   "for a sign the reset took effect")] = 120.0,
         insecure: Annotated[bool, typer.Option(help="do not verify the BMCs' TLS certificates")] = False,
         ca_file: Annotated[Path | None, typer.Option(help="CA bundle for the BMCs' certificates")] = None,
         out: OutOpt = None,
         results: Annotated[Path | None, typer.Option(help="also write one JSON line per host here")] = None,
     ) -> None:
         _bmc(action, cluster, hosts, host_macs, bmc_credentials, url, system_id, concurrency, retries, timeout,
-             insecure, ca_file, out, results)
+             settle, insecure, ca_file, out, results)
 
     command.__doc__ = doc
     return command

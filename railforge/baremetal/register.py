@@ -1,14 +1,23 @@
 """Report-in: the small HTTP endpoint a freshly booted node POSTs its identity to, matched against the plan.
 
-A node sends `{"host": ..., "mac": ..., "addresses": [...], "serial": ...}` (the stateless image's init does it
-with busybox wget). The body goes through a strict reader (POST /register only, JSON content type, at most
-`MAX_BODY` bytes, a validated model with no extra keys) and each source address may report `RATE` times per
-minute. The MAC it booted from names the planned host; the report is `booted` when host name, serial (if one was
-recorded) and address agree with the plan, `unexpected` otherwise, with findings named by rack and U (a swapped
-server, a mis-cabled boot NIC). After every accepted report the state folder is rewritten atomically:
-reports.jsonl (every report), booted-hosts.txt (an Ansible `--limit @booted-hosts.txt` list for site.yml) and
-findings.csv. Hand-written on http.server: one route, no framework needed, and no dependency on the node side
-beyond busybox.
+A node sends `{"host": ..., "mac": ..., "addresses": [...], "serial": ..., "phase": ...}` with its token in
+`Authorization: Bearer <token>` (the stateless image's unit and the installer's late command send it; see
+`client/railforge-report`). The body goes through a strict reader (POST /register only, JSON content type, at most
+`MAX_BODY` bytes, a validated model with no extra keys) and each source address may report `RATE` times per minute.
+
+Nothing unauthenticated changes state. The MAC it booted from names the planned host; the report is accepted only
+with that host's token (`reportkey.host_token`) and only from that host's planned address. Anything else (a MAC no
+host has, no token, another host's token, another source address, `installed` from a stateless host) is answered
+401/403, changes nothing, and is logged: one line on stderr and one in rejected.jsonl (up to `REJECTED_MAX` bytes).
+
+An accepted report is `booted` when host name, serial (if one was recorded) and address agree with the plan,
+`unexpected` otherwise, with findings named by rack and U (a swapped server, a mis-cabled boot NIC). Phase
+`installed` (an installer host's late command, before it reboots) switches that host's iPXE script to its local
+disk (boot/hosts/<mac>.ipxe, written atomically) and lists it in installed-hosts.txt, which `boot files --state`
+reads so that a later run keeps it on its disk; the host is not booted until it reports `booted` from its disk.
+After every accepted report the state folder is rewritten atomically: reports.jsonl (every report),
+booted-hosts.txt (an Ansible `--limit @booted-hosts.txt` list for site.yml), installed-hosts.txt and findings.csv.
+Hand-written on http.server: one route, no framework needed, and no dependency on the node side beyond busybox.
 """
 
 from __future__ import annotations
@@ -18,22 +27,28 @@ import csv
 import io
 import json
 import os
+import sys
 import threading
 import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from ipaddress import ip_interface
+from ipaddress import ip_address, ip_interface
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from railforge.baremetal.files import local_script
 from railforge.baremetal.hostmacs import TEMPLATE
 from railforge.baremetal.identity import BootIdentity
+from railforge.baremetal.installed import INSTALLED, read_installed
+from railforge.baremetal.reportkey import host_token, same
 from railforge.provision.macs import normalise_mac
 
 MAX_BODY = 4096
 RATE = 10  # reports per source address per minute
+REJECTED_MAX = 16 * 1024 * 1024
 PATH = "/register"
 BOOTED, UNEXPECTED = "booted", "unexpected"
 
@@ -44,6 +59,7 @@ class Report(BaseModel):
     mac: str
     addresses: list[str] = Field(default_factory=list, max_length=16)
     serial: str | None = Field(default=None, max_length=64)
+    phase: Literal["booted", "installed"] = "booted"
 
     @field_validator("mac")
     @classmethod
@@ -95,17 +111,49 @@ class Outcome:
     findings: list[str]
 
 
+class Rejected(Exception):
+    """A report that changes nothing: its HTTP status and why, naming the planned host where there is one."""
+
+    def __init__(self, code: int, reason: str):
+        super().__init__(reason)
+        self.code = code
+
+
+def _source(source: str) -> str:
+    addr = ip_address(source)
+    mapped = getattr(addr, "ipv4_mapped", None)
+    return str(mapped or addr)
+
+
+def authenticate(report: Report, source: str, token: str | None, ids: list[BootIdentity], key: bytes) -> BootIdentity:
+    """The planned host whose recorded boot MAC sent this report, when the token is that host's and the report comes
+    from its planned address; otherwise Rejected."""
+    planned = next((i for i in ids if i.boot_mac == report.mac), None)
+    if planned is None:
+        claimed = next((i for i in ids if i.host == report.host), None)
+        where = f" ({claimed.place}, whose recorded boot MAC is {claimed.boot_mac or 'empty'})" if claimed else ""
+        raise Rejected(403, f"MAC {report.mac} is in no host's boot_mac of {TEMPLATE}; the node says it is "
+                            f"{report.host}{where}: a swapped server, a mis-cabled boot NIC or a forged report?")
+    assert planned.boot_mac and planned.boot_address
+    who = f"{planned.host} ({planned.place})"
+    if token is None:
+        raise Rejected(401, f"report for {who} carries no token (Authorization: Bearer <railforge.token>)")
+    if not same(token, host_token(key, planned.host, planned.boot_mac)):
+        raise Rejected(403, f"report for {who} carries a token that is not {planned.host}'s")
+    wanted = str(ip_interface(planned.boot_address).ip)
+    if _source(source) != wanted:
+        raise Rejected(403, f"report for {who} comes from {source}, planned {wanted}")
+    if report.phase == "installed" and planned.target != "installer":
+        raise Rejected(403, f"{who} reports installed, but its target is {planned.target}")
+    return planned
+
+
 def match(report: Report, ids: list[BootIdentity]) -> Outcome:
     by_mac = {i.boot_mac: i for i in ids if i.boot_mac}
-    by_name = {i.host: i for i in ids}
     planned = by_mac.get(report.mac)
-    findings: list[str] = []
     if planned is None:
-        claimed = by_name.get(report.host)
-        where = f" ({claimed.place}, whose recorded boot MAC is {claimed.boot_mac or 'empty'})" if claimed else ""
-        findings.append(f"MAC {report.mac} is in no host's boot_mac of {TEMPLATE}; the node says it is "
-                        f"{report.host}{where}: a swapped server or a mis-cabled boot NIC?")
-        return Outcome(UNEXPECTED, None, findings)
+        return Outcome(UNEXPECTED, None, [f"MAC {report.mac} is in no host's boot_mac of {TEMPLATE}"])
+    findings: list[str] = []
     if report.host != planned.host:
         findings.append(f"{planned.host} ({planned.place}) booted from its recorded MAC {report.mac} but says it is "
                         f"{report.host}: the image or the command line is not the plan's")
@@ -120,13 +168,21 @@ def match(report: Report, ids: list[BootIdentity]) -> Outcome:
 
 @dataclass
 class Registry:
-    """What has reported so far; writes the state folder after each report (atomically, under a lock)."""
+    """What has reported so far; writes the state folder after each report (atomically, under a lock). `generated`
+    is the generated folder whose host scripts an installed host's report switches to its local disk."""
 
     ids: list[BootIdentity]
     state: Path
+    key: bytes
+    generated: Path | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     latest: dict[str, dict] = field(default_factory=dict)  # by MAC
+    installed: set[str] = field(default_factory=set)
     recent: dict[str, deque] = field(default_factory=lambda: defaultdict(deque))
+
+    def __post_init__(self) -> None:
+        if (self.state / INSTALLED).exists():
+            self.installed = set(read_installed(self.state / INSTALLED, self.ids))
 
     def allow(self, source: str, now: float) -> bool:
         with self.lock:
@@ -138,17 +194,34 @@ class Registry:
             q.append(now)
             return True
 
-    def record(self, report: Report, source: str) -> Outcome:
+    def reject(self, source: str, reason: str, report: Report | None) -> None:
+        """Log a refused report: stderr, and rejected.jsonl while it is under REJECTED_MAX bytes."""
+        entry = {"at": round(time.time(), 3), "source": source, "reason": reason,
+                 **({"host": report.host, "mac": report.mac, "phase": report.phase} if report else {})}
+        line = json.dumps(entry, sort_keys=True) + "\n"
+        print(f"report-in: rejected from {source}: {reason}", file=sys.stderr, flush=True)
+        with self.lock:
+            self.state.mkdir(parents=True, exist_ok=True)
+            path = self.state / "rejected.jsonl"
+            if not path.exists() or path.stat().st_size + len(line) <= REJECTED_MAX:
+                with path.open("a", encoding="utf-8") as fh:
+                    fh.write(line)
+
+    def record(self, report: Report, source: str, planned: BootIdentity) -> Outcome:
         outcome = match(report, self.ids)
         entry = {"at": round(time.time(), 3), "source": source, **report.model_dump(), "status": outcome.status,
                  "planned": outcome.host, "findings": outcome.findings}
         with self.lock:
+            if report.phase == "installed":
+                self._local_boot(planned)
             self.latest[report.mac] = entry
             self.state.mkdir(parents=True, exist_ok=True)
             with (self.state / "reports.jsonl").open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(entry, sort_keys=True) + "\n")
-            booted = sorted({e["planned"] for e in self.latest.values() if e["status"] == BOOTED})
+            booted = sorted({e["planned"] for e in self.latest.values()
+                             if e["status"] == BOOTED and e["phase"] == "booted"})
             _atomic(self.state / "booted-hosts.txt", "".join(f"{h}\n" for h in booted))
+            _atomic(self.state / INSTALLED, "".join(f"{h}\n" for h in sorted(self.installed)))
             buf = io.StringIO()
             w = csv.writer(buf, lineterminator="\n")
             w.writerow(["mac", "says", "planned", "finding"])
@@ -158,6 +231,14 @@ class Registry:
                     w.writerow([mac, e["host"], e["planned"] or "", f])
             _atomic(self.state / "findings.csv", buf.getvalue())
         return outcome
+
+    def _local_boot(self, i: BootIdentity) -> None:
+        """The installed host boots from its disk from now on: its script says so (the installer script would
+        install it again), and installed-hosts.txt keeps it so for `boot files --state`."""
+        self.installed.add(i.host)
+        if self.generated is not None:
+            served = local_script(i)
+            _atomic(self.generated / served.path, served.text)
 
 
 def _atomic(path: Path, text: str) -> None:
@@ -210,7 +291,17 @@ def handler_for(registry: Registry) -> type[BaseHTTPRequestHandler]:
                 report = read_report(self.rfile.read(length), f"report from {source}")
             except BadReport as exc:
                 return self._answer(400, {"error": str(exc)})
-            outcome = registry.record(report, source)
+            try:
+                planned = authenticate(report, source, _bearer(self.headers.get("Authorization")), registry.ids,
+                                       registry.key)
+            except Rejected as exc:
+                registry.reject(source, str(exc), report)
+                return self._answer(exc.code, {"error": str(exc)})
+            try:
+                outcome = registry.record(report, source, planned)
+            except OSError as exc:
+                registry.reject(source, f"accepted, but the state could not be written ({exc})", report)
+                return self._answer(500, {"error": "the report-in state could not be written"})
             self._answer(200, {"status": outcome.status, "planned": outcome.host, "findings": outcome.findings})
 
         def log_message(self, format: str, *args) -> None:  # noqa: A002
@@ -219,7 +310,18 @@ def handler_for(registry: Registry) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def serve(ids: list[BootIdentity], state: Path, host: str, port: int) -> ThreadingHTTPServer:
-    server = ThreadingHTTPServer((host, port), handler_for(Registry(ids, state)))
+def _bearer(header: str | None) -> str | None:
+    if not header:
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or len(token) > 128 or not token.isascii():
+        return None
+    return token
+
+
+def serve(ids: list[BootIdentity], state: Path, host: str, port: int, key: bytes,
+          generated: Path | None = None) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer((host, port), handler_for(Registry(ids, state, key, generated)))
     server.daemon_threads = True
     return server

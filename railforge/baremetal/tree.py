@@ -1,6 +1,6 @@
 """Write the generated boot files under generated/boot without touching boot/images (the user's images): the
-scripts and preseeds are staged completely first, then each generated entry (boot.ipxe, hosts/, preseed/) is swapped
-in by rename, so a failure leaves the previous files in place."""
+scripts, preseeds and the report-in client are staged completely first, then each generated entry (boot.ipxe,
+hosts/, preseed/, report/) is swapped in by rename, so a failure leaves the previous files in place."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from railforge.provision.served import ServedFile
 
-GENERATED = ("boot.ipxe", "hosts", "preseed")
+GENERATED = ("boot.ipxe", "hosts", "preseed", "report")
 
 
 def write_boot_tree(generated: Path, files: list[ServedFile]) -> None:
@@ -19,7 +19,7 @@ def write_boot_tree(generated: Path, files: list[ServedFile]) -> None:
     stage = root / f".staging-{os.getpid()}"
     shutil.rmtree(stage, ignore_errors=True)
     try:
-        for name in ("hosts", "preseed"):
+        for name in ("hosts", "preseed", "report"):
             (stage / name).mkdir(parents=True)
         for f in files:
             dest = stage / Path(f.path).relative_to("boot")

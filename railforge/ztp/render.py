@@ -19,7 +19,7 @@ from railforge.nos.profile import ZtpVariant
 from railforge.plan import outdir
 from railforge.plan.model import Device, Plan
 from railforge.provision.credentials import Credentials
-from railforge.provision.dhcp import DhcpOptions, subnet_id
+from railforge.provision.dhcp import DhcpOptions, interfaces_config, subnet_id
 from railforge.provision.served import ServedFile, url
 from railforge.ztp.macs import SwitchId, provisioned
 
@@ -107,7 +107,7 @@ def kea_config(plan: Plan, ids: list[SwitchId], opts: DhcpOptions) -> str:
         subnet4.append({"id": subnet_id(network), "subnet": network, "option-data": options,
                         "reservations": subnets[network]})
     config = {"Dhcp4": {
-        "interfaces-config": {"interfaces": list(opts.interfaces)},
+        "interfaces-config": interfaces_config(opts),
         "lease-database": {"type": "memfile", "persist": True, "name": opts.lease_file},
         "valid-lifetime": 86400,
         "host-reservation-identifiers": ["hw-address", "client-id"],

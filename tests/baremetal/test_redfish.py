@@ -1,9 +1,15 @@
 """`railforge bmc` against OpenStack's Redfish emulator (sushy-tools 2.2, fake driver, basic auth) serving 1,024 hosts
 of the 16K-GPU example, each at its planned BMC address (all on the loopback of a private network namespace; see
-redfish_emulator.py). `bmc bringup` reads each system's serial and NICs, compares them with host-macs.csv, sets a
-one-time UEFI PXE override (read back from the emulator) and power-cycles. Three hosts are broken on purpose: one
-answers another serial, one has no BMC on its address (unreachable), one answers truncated JSON; each is reported
-by name and nothing else is affected. The password never appears in the output. The strict answer reader is fuzzed.
+redfish_emulator.py, which also makes the emulator honour `BootSourceOverrideEnabled: Once` and report
+`LastResetTime`, and injects faults). `bmc bringup` reads each system's serial and NICs, compares them with
+host-macs.csv, sets a one-time UEFI PXE override (read back from the emulator) and power-cycles; each host then boots
+once from PXE, and from its disk on the next boot. Broken on purpose, each reported by name and nothing else affected:
+one answers another serial, one has no BMC on its address (unreachable), one answers truncated JSON. Faults a BMC
+really has, each injected on the wire: a reset answered late or with HTTP 503 (performed or not), a first read or
+first boot override PATCH answered 503, an emulator that ignores Once (a stateless host is told, an installer host is
+refused), a power transition under way. No host ever gets more than one reset, whatever the answer; a reset whose
+effect is unknown is decided from what the BMC then says. The password never appears in the output. The strict answer
+reader is fuzzed.
 """
 
 from __future__ import annotations
@@ -21,7 +27,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from railforge.baremetal.redfish import BmcError, Collection, EthernetInterface, System, parse_json, validate
+from railforge.baremetal.redfish import (
+    BmcError,
+    Collection,
+    EffectUnknown,
+    EthernetInterface,
+    System,
+    parse_json,
+    validate,
+)
 from tests.baremetal.conftest import fill_host_macs
 from tests.conftest import ROOT, example_spec, require_tool, run_cli
 
@@ -29,6 +43,17 @@ NS = "i28-redfish"
 PORT = 18600
 USER, PASSWORD = "railforge", "rf-Bmc-S3cret-pw"
 HOSTS = "su:1-16"
+LATE, TIMEOUT, SETTLE = 6, 3, 10  # the late answer comes after the client gave up; the watch after an unknown answer
+FAULTS = {  # per host, in redfish_emulator.py's words
+    "reset-late": {"faults": ["reset-late"]},
+    "reset-503-done": {"faults": ["reset-503-done"]},
+    "reset-503-lost": {"faults": ["reset-503-lost"]},
+    "get-503-once": {"faults": ["get-503-once"]},
+    "patch-503-lost": {"faults": ["patch-503-lost"]},
+    "once-ignored": {"once": "ignored"},
+    "once-ignored-installer": {"once": "ignored"},
+    "powering-on": {"power": "PoweringOn"},
+}
 
 
 def _sh(*cmd: str, **kw) -> subprocess.CompletedProcess:
@@ -52,19 +77,26 @@ def emulator(tmp_path_factory):
     base = tmp_path_factory.mktemp("redfish")
     out = base / "generated"
     run_cli("build", str(example_spec("roce-16k-railplane")), "--out", str(out), "--only", "plan,hosts")
-    rows = [r for r in fill_host_macs(out / "host-macs.csv", base / "host-macs.csv") if r["su"] and
-            1 <= int(r["su"]) <= 16]
+    every = fill_host_macs(out / "host-macs.csv", base / "host-macs.csv")
+    rows = [r for r in every if r["su"] and 1 <= int(r["su"]) <= 16]
     assert len(rows) == 1024
     wrong, unreachable, malformed = rows[5]["host"], rows[300]["host"], rows[700]["host"]
+    faults = {name: rows[10 + n]["host"] for n, name in enumerate(FAULTS)}
+    fault_of = {host: name for name, host in faults.items()}
+    installer = faults["once-ignored-installer"]
+    text = (base / "host-macs.csv").read_text().replace(f",SN-{installer},", f",SN-{installer},installer")
+    (base / "host-macs.csv").write_text(text)
     systems = []
     for r in rows:
         if r["host"] == unreachable:
             continue
-        systems.append({"ip": r["bmc_address"].split("/")[0], "name": r["host"],
-                        "uuid": str(uuid.uuid5(uuid.NAMESPACE_DNS, r["host"])),
-                        "serial": "SN-SOMEONE-ELSE" if r["host"] == wrong else r["serial"],
-                        "macs": [r["boot_mac"], r["boot_mac"][:-2] + "fe"],
-                        "answer": "malformed" if r["host"] == malformed else "ok"})
+        system = {"ip": r["bmc_address"].split("/")[0], "name": r["host"],
+                  "uuid": str(uuid.uuid5(uuid.NAMESPACE_DNS, r["host"])),
+                  "serial": "SN-SOMEONE-ELSE" if r["host"] == wrong else r["serial"],
+                  "macs": [r["boot_mac"], r["boot_mac"][:-2] + "fe"],
+                  "answer": "malformed" if r["host"] == malformed else "ok", "late": LATE}
+        system.update(FAULTS.get(fault_of.get(r["host"], ""), {}))
+        systems.append(system)
     (base / "systems.json").write_text(json.dumps(systems))
     (base / "htpasswd").write_text(f"{USER}:{bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(4)).decode()}\n")
     (base / "addrs").write_text("".join(f"address add {s['ip']}/32 dev lo\n" for s in systems))
@@ -86,7 +118,7 @@ def emulator(tmp_path_factory):
                               f"{USER}:{PASSWORD}", probe], capture_output=True).returncode != 0:
             assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.5)
-        yield base, out, rows, {"wrong": wrong, "unreachable": unreachable, "malformed": malformed}, systems
+        yield base, out, rows, {"wrong": wrong, "unreachable": unreachable, "malformed": malformed, **faults}, systems
     finally:
         if proc is not None:
             proc.terminate()
@@ -104,13 +136,32 @@ def _curl(ip: str, path: str) -> dict:
     return json.loads(got.stdout)
 
 
+def _state() -> dict:
+    return _curl("127.0.0.1", "/_emulator/state")
+
+
+def _reset(system: dict) -> None:
+    _sh("ip", "netns", "exec", NS, "curl", "-fsS", "-u", f"{USER}:{PASSWORD}", "-H", "Content-Type: application/json",
+        "-d", '{"ResetType": "ForceRestart"}',
+        f"http://{system['ip']}:{PORT}/redfish/v1/Systems/{system['uuid']}/Actions/ComputerSystem.Reset")
+
+
+def _booted(names: list[str], count: int) -> dict:
+    deadline = time.monotonic() + 30
+    while True:
+        state = _state()
+        if all(len(state[n]["boots"]) >= count for n in names) or time.monotonic() > deadline:
+            return state
+        time.sleep(0.5)
+
+
 @pytest.mark.root
-def test_bringup_of_1024_hosts_reports_each_broken_bmc_by_name(emulator) -> None:
+def test_bringup_of_1024_hosts_resets_each_once_and_names_each_broken_bmc(emulator) -> None:
     base, out, rows, broken, systems = emulator
     results = base / "results.jsonl"
     started = time.monotonic()
     proc = _bmc_cli(base, out, "bringup", "--hosts", HOSTS, "--concurrency", "64", "--retries", "2",
-                    "--results", str(results))
+                    "--timeout", str(TIMEOUT), "--settle", str(SETTLE), "--results", str(results))
     took = time.monotonic() - started
     print(f"bmc bringup of {len(rows)} hosts at concurrency 64: {took:.1f} s")
     assert proc.returncode == 1, proc.stderr[-3000:]
@@ -118,6 +169,7 @@ def test_bringup_of_1024_hosts_reports_each_broken_bmc_by_name(emulator) -> None
     got = {r["host"]: r for r in map(json.loads, results.read_text().splitlines())}
     assert list(got) == [r["host"] for r in rows]
     place = {r["host"]: f"rack {r['rack']} U{r['u']}" for r in rows}
+    by = {v: k for k, v in broken.items()}
     w, u, m = broken["wrong"], broken["unreachable"], broken["malformed"]
     assert got[w]["status"] == "mismatch" and got[w]["place"] == place[w]
     recorded = next(r["serial"] for r in rows if r["host"] == w)
@@ -125,20 +177,72 @@ def test_bringup_of_1024_hosts_reports_each_broken_bmc_by_name(emulator) -> None
     assert got[u]["status"] == "error" and "unreachable" in got[u]["detail"] and got[u]["attempts"] == 3
     assert got[m]["status"] == "error" and "malformed answer, not JSON" in got[m]["detail"]
     fine = [h for h in got if h not in broken.values()]
-    assert len(fine) == 1021
-    assert all(got[h]["status"] == "ok" and got[h]["attempts"] == 1 for h in fine), \
+    assert len(fine) == 1024 - 3 - len(FAULTS)
+    assert all(got[h]["status"] == "ok" and got[h]["attempts"] == 1 and got[h]["resets"] == 1 for h in fine), \
         [got[h] for h in fine if got[h]["status"] != "ok"][:3]
-    assert all(got[h]["detail"] == "next boot: Pxe (Continuous, UEFI); ForceRestart sent" for h in fine)
-    for host in (w, u, m):
+    assert all(got[h]["detail"] == "next boot: Pxe (Once, UEFI); ForceRestart sent" for h in fine)
+
+    f = {name: got[broken[name]] for name in FAULTS}
+    for name in ("reset-late", "reset-503-done"):  # performed, answer lost: decided from the BMC, not re-sent
+        assert f[name]["status"] == "ok" and "not re-sent: it took effect" in f[name]["detail"], f[name]
+    assert "no answer in 3 s" in f["reset-late"]["detail"] and "HTTP 503" in f["reset-503-done"]["detail"]
+    lost = f["reset-503-lost"]
+    assert lost["status"] == "unknown" and "HTTP 503; not re-sent: after 10 s the BMC shows no sign" in lost["detail"]
+    assert f["get-503-once"]["status"] == "ok" and f["get-503-once"]["attempts"] == 2
+    assert f["patch-503-lost"]["status"] == "ok" and f["patch-503-lost"]["detail"].endswith("ForceRestart sent")
+    assert f["once-ignored"]["status"] == "ok" and "the host PXE-boots on every boot" in f["once-ignored"]["detail"]
+    inst = f["once-ignored-installer"]
+    assert inst["status"] == "error" and "Continuous, UEFI), not Once: an installer host would install again" in \
+        inst["detail"] and inst["resets"] == 0
+    busy = f["powering-on"]
+    assert busy["status"] == "unknown" and "PoweringOn: a power action is under way" in busy["detail"]
+    for host in (w, u, m, *(broken[n] for n in ("reset-503-lost", "once-ignored-installer", "powering-on"))):
         assert host in proc.stdout
-    assert "bringup on 1024 hosts in " in " ".join(proc.stderr.split())
-    assert "1021 ok, 1 mismatch, 2 error" in " ".join(proc.stderr.split())
-    sample = next(s for s in systems if s["name"] == fine[10])
+    assert f"{len(fine) + 5} ok, 1 mismatch, 2 unknown, 3 error" in " ".join(proc.stderr.split())
+
+    # What the BMCs received: one reset per host that was to be reset, whatever its answer, and none for the others.
+    by_name = {s["name"]: s for s in systems}
+    state = _booted([h for h in fine if h in by_name], 1)
+    sent = {h: len(state[h]["resets"]) for h in state}
+    assert {h: n for h, n in sent.items() if n != 1} == {broken[n]: 0 for n in (
+        "wrong", "malformed", "once-ignored-installer", "powering-on")}, {by.get(h, h): n for h, n in sent.items()
+                                                                          if n != 1}
+    assert all(state[h]["resets"] == ["ForceRestart"] for h in fine)
+    # Once honoured: each host booted once from PXE and the override is cleared ...
+    assert all(state[h]["boots"] == ["Pxe"] and state[h]["enabled"] == "Disabled" for h in fine), \
+        [(h, state[h]) for h in fine if state[h]["boots"] != ["Pxe"]][:3]
+    assert state[broken["reset-503-lost"]]["boots"] == [] and state[broken["reset-503-lost"]]["enabled"] == "Once"
+    ignored = broken["once-ignored"]
+    assert state[ignored]["boots"] == ["Pxe"] and state[ignored]["enabled"] == "Continuous"
+    # ... so the next boot (the installed OS rebooting) comes from disk, where a Continuous override PXE-boots again.
+    sample = by_name[fine[10]]
+    for s in (sample, by_name[ignored]):
+        _reset(s)
+    state = _booted([sample["name"], ignored], 2)
+    assert state[sample["name"]]["boots"] == ["Pxe", "Hdd"]
+    assert state[ignored]["boots"] == ["Pxe", "Pxe"]
     system = _curl(sample["ip"], f"/redfish/v1/Systems/{sample['uuid']}")
-    assert system["Boot"]["BootSourceOverrideTarget"] == "Pxe" and system["Boot"]["BootSourceOverrideMode"] == "UEFI"
-    untouched = next(s for s in systems if s["name"] == w)
+    assert system["Boot"]["BootSourceOverrideEnabled"] == "Disabled"
+    untouched = by_name[w]
     assert _curl(untouched["ip"], f"/redfish/v1/Systems/{untouched['uuid']}")["Boot"].get(
         "BootSourceOverrideTarget") != "Pxe"
+
+
+@pytest.mark.root
+def test_a_rerun_reads_before_it_acts(emulator) -> None:
+    """`bmc pxe` on a host whose override is pending already sends no PATCH; `bmc power` on a host the BMC reports in
+    a power transition sends nothing."""
+    base, out, rows, broken, systems = emulator
+    host = rows[40]["host"]
+    assert _bmc_cli(base, out, "pxe", "--hosts", host).returncode == 0
+    before = _state()[host]
+    proc = _bmc_cli(base, out, "pxe", "--hosts", host)
+    assert proc.returncode == 0 and "already pending" in proc.stdout
+    after = _state()[host]
+    assert after["patches"] == before["patches"] and after["resets"] == before["resets"]
+    proc = _bmc_cli(base, out, "power", "--hosts", broken["powering-on"])
+    assert proc.returncode == 1 and "a power action is under way; nothing sent" in proc.stdout
+    assert _state()[broken["powering-on"]]["resets"] == []
 
 
 @pytest.mark.root
@@ -172,7 +276,7 @@ def test_fuzz_bmc_answers_parse_or_fail_naming_the_request(raw: bytes, model) ->
     try:
         validate(parse_json(raw, "GET /redfish/v1/x"), model, "GET /redfish/v1/x")
     except BmcError as exc:
-        assert str(exc).startswith("GET /redfish/v1/x: ") and not exc.retry
+        assert str(exc).startswith("GET /redfish/v1/x: ") and not isinstance(exc, EffectUnknown)
 
 
 def test_deeply_nested_and_oversized_answers_are_refused() -> None:
