@@ -1,6 +1,7 @@
-"""The runnable burn-in: per-round pair lists, the pair script (perftest `ib_write_bw` then `ib_read_lat`), a
-plain ssh runner, Slurm batch scripts for every round, NCCL `all_reduce_perf` per SU and cluster-wide, DCGM diag
-on every node; written with `plan.json` into one folder, atomically (a staging folder replaces the old one)."""
+"""The runnable burn-in: per-round pair lists (compute and storage rounds), the pair script (perftest
+`ib_write_bw` then `ib_read_lat`), a plain ssh runner, Slurm batch scripts for every round, NCCL `all_reduce_perf`
+per SU and cluster-wide, DCGM diag on every node, the out-of-band reachability check and the LLDP collection;
+written with `plan.json` into one folder, atomically (a staging folder replaces the old one)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import math
 import os
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import jinja2
@@ -20,40 +22,30 @@ TEMPLATES = jinja2.Environment(
     undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 PERFTEST_PORT = 18515
 ROCE_GID_INDEX = 3  # RoCEv2 over IPv4 on ConnectX with the default GID table; set per site if it differs
-EXECUTABLE = ("pair.sh", "run-round.sh")
+EXECUTABLE = ("pair.sh", "run-round.sh", "oob-reach.sh", "collect-lldp.sh")
+PING_COUNT, PING_WAIT_S, PING_PARALLEL = 3, 2, 128
 
 
 def _minutes(seconds: float) -> int:
     return max(5, math.ceil(seconds * 1.5 / 60))
 
 
-def files(ap: AcceptancePlan) -> dict[str, bytes]:
-    """Relative path -> bytes of every file of the acceptance folder."""
-    doc = ap.doc
+def files(ap: AcceptancePlan | dict) -> dict[str, bytes]:
+    """Relative path -> bytes of every file of the acceptance folder (of a plan just built, or of the document as
+    written, grown by a re-test round)."""
+    doc = ap.doc if isinstance(ap, AcceptancePlan) else ap
     cluster = doc["cluster"]
     d = doc["durations"]
-    flows = doc["routing"]["flows_per_pair"]
+    flows = {"compute": doc["routing"]["flows_per_pair"], "storage": doc.get("storage", {}).get("flows_per_pair", 1)}
     gid = f" -x {ROCE_GID_INDEX}" if doc["fabric"] != "infiniband" else ""
     out: dict[str, bytes] = {outdir.ACCEPTANCE_PLAN: dumps(doc)}
     t = TEMPLATES
     out["jobs/pair.sh"] = t.get_template("pair.sh.j2").render(
-        cluster=cluster, flows=flows, pair_s=d["pair_s"], port=PERFTEST_PORT, gid=gid).encode()
-    out["jobs/run-round.sh"] = t.get_template("run-round.sh.j2").render(
-        cluster=cluster, rounds=len(doc["rounds"])).encode()
+        cluster=cluster, pair_s=d["pair_s"], port=PERFTEST_PORT, gid=gid).encode()
+    out["jobs/run-round.sh"] = t.get_template("run-round.sh.j2").render(cluster=cluster).encode()
     for r in doc["rounds"]:
-        n = r["round"]
-        lines = ["# test\ta_node\ta_hca\ta_address\tb_node\tb_hca\tb_address"]
-        nodes: set[str] = set()
-        for test in r["tests"]:
-            a, b = test["a"], test["b"]
-            lines.append("\t".join((test["id"], a["node"], a["hca"], a["address"], b["node"], b["hca"], b["address"])))
-            nodes.update((a["node"], b["node"]))
-        out[f"jobs/pairs-round-{n:02d}.tsv"] = ("\n".join(lines) + "\n").encode()
-        out[f"jobs/nodes/round-{n:02d}.txt"] = ("\n".join(sorted(nodes)) + "\n").encode()
-        out[f"jobs/slurm/round-{n:02d}.sbatch"] = t.get_template("round.sbatch.j2").render(
-            cluster=cluster, round=n, rounds=len(doc["rounds"]), tests=len(r["tests"]), nodes=len(nodes),
-            nodelist=f"nodes/round-{n:02d}.txt", minutes=_minutes(d["pair_s"] + 60 + d["round_overhead_s"]),
-            jobs_dir="$SLURM_SUBMIT_DIR", rails=doc["rails"]).encode()
+        out |= round_files(doc, r, flows[r.get("kind", "compute")])
+    out |= oob_files(doc)
     th = doc["thresholds"]["all_reduce_busbw_gbytes"]
     gpus = doc["gpus_per_node"]
     every: list[str] = []
@@ -74,7 +66,52 @@ def files(ap: AcceptancePlan) -> dict[str, bytes]:
     return out
 
 
-def write(ap: AcceptancePlan, target: Path) -> int:
+def round_files(doc: dict, r: dict, qps: int) -> dict[str, bytes]:
+    """A round's pair list, its Slurm node list (GPU nodes only: appliances are reached over ssh) and batch
+    script (none when no GPU node takes part)."""
+    n, d = r["round"], doc["durations"]
+    lines = ["# test\ta_node\ta_hca\ta_address\tb_node\tb_hca\tb_address\tqps"]
+    sides: Counter = Counter()
+    slurm: set[str] = set()
+    for test in r["tests"]:
+        a, b = test["a"], test["b"]
+        lines.append("\t".join((test["id"], a["node"], a["hca"], a["address"], b["node"], b["hca"], b["address"],
+                                str(qps))))
+        for x in (a, b):
+            sides[x["node"]] += 1
+            if not x.get("appliance"):
+                slurm.add(x["node"])
+    out = {f"jobs/pairs-round-{n:02d}.tsv": ("\n".join(lines) + "\n").encode()}
+    if slurm:
+        out[f"jobs/nodes/round-{n:02d}.txt"] = ("\n".join(sorted(slurm)) + "\n").encode()
+        out[f"jobs/slurm/round-{n:02d}.sbatch"] = TEMPLATES.get_template("round.sbatch.j2").render(
+            cluster=doc["cluster"], round=n, rounds=len(doc["rounds"]), kind=r.get("kind", "compute"),
+            tests=len(r["tests"]), nodes=len(slurm), nodelist=f"nodes/round-{n:02d}.txt",
+            minutes=_minutes(d["pair_s"] + 60 + d["round_overhead_s"]), jobs_dir="$SLURM_SUBMIT_DIR",
+            tasks=max(sides[x] for x in slurm)).encode()
+    return out
+
+
+def oob_files(doc: dict) -> dict[str, bytes]:
+    """The out-of-band checks: the reachability list and its script, the LLDP switch list and its collector."""
+    oob = doc.get("oob")
+    if not oob:
+        return {}
+    rows = ["# check\tdevice\tport\taddress\tcable"]
+    rows += ["\t".join((c["id"], c["device"], c["port"], c["address"], c["cable"])) for c in oob["reach"]]
+    t, cluster = TEMPLATES, doc["cluster"]
+    return {
+        "jobs/oob-reach.tsv": ("\n".join(rows) + "\n").encode(),
+        "jobs/oob-reach.sh": t.get_template("oob-reach.sh.j2").render(
+            cluster=cluster, checks=len(oob["reach"]), count=PING_COUNT, wait_s=PING_WAIT_S,
+            parallel=PING_PARALLEL).encode(),
+        "jobs/lldp-switches.txt": ("".join(f"{s}\n" for s in oob["lldp"]["switches"])).encode(),
+        "jobs/collect-lldp.sh": t.get_template("collect-lldp.sh.j2").render(
+            cluster=cluster, switches=len(oob["lldp"]["switches"])).encode(),
+    }
+
+
+def write(ap: AcceptancePlan | dict, target: Path) -> int:
     """Write every file under `target` (replacing what was there only once all are written); the file count."""
     target = target.absolute()
     stage = target.parent / f".{target.name}.staging-{os.getpid()}"

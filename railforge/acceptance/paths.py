@@ -19,7 +19,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from railforge.acceptance.fabric import Fabric
+from railforge.acceptance.fabric import STORAGE_HOST_TIER, Fabric, Nic
 from railforge.acceptance.rounds import Test
 from railforge.plan.model import Link
 
@@ -54,11 +54,21 @@ class Paths:
             b = self._bundles[key] = Bundle(key, tier, tuple(sorted(lk.id for lk in links)))
         return b
 
+    def _own(self, nic: Nic) -> tuple[str | None, Bundle | None]:
+        """A NIC's own cable; a storage bond's member cables are a bundle (the bond's hash picks one per flow)."""
+        if nic.cable is not None:
+            return nic.cable, None
+        b = self._bundles.get(nic.bond)
+        if b is None:
+            b = self._bundles[nic.bond] = Bundle(nic.bond, STORAGE_HOST_TIER, tuple(sorted(nic.members)))
+        return None, b
+
     def _leaf_up(self, leaf: str, spines: set[str], everyone: bool) -> Bundle:
         key = f"{leaf} up" if everyone else f"{leaf} up to {','.join(sorted(spines))}"
         if key in self._bundles:
             return self._bundles[key]
-        return self._bundle(key, "leaf-spine", [lk for lk in self.f.up.get(leaf, []) if lk.b.device in spines])
+        return self._bundle(key, self.f.upper_tiers[0],
+                            [lk for lk in self.f.up.get(leaf, []) if lk.b.device in spines])
 
     def _pod_up(self, leaf: str) -> Bundle:
         group = self.f.group.get(leaf, "")
@@ -66,20 +76,24 @@ class Paths:
         if key in self._bundles:
             return self._bundles[key]
         spines = self.f.spine_of_leaf.get(leaf, set())
-        return self._bundle(key, "spine-superspine", [lk for s in sorted(spines) for lk in self.f.up.get(s, [])])
+        return self._bundle(key, self.f.upper_tiers[1],
+                            [lk for s in sorted(spines) for lk in self.f.up.get(s, [])])
 
     def path(self, test: Test) -> Path:
         a, b = test.a, test.b
-        certain = [a.cable, b.cable]
-        bundles: list[Bundle] = []
+        (ca, ba), (cb, bb) = self._own(a), self._own(b)
+        certain = [c for c in (ca, cb) if c is not None]
+        bundles: list[Bundle] = [ba] if ba else []
         if a.leaf != b.leaf:
             sa, sb = self.f.spine_of_leaf.get(a.leaf, set()), self.f.spine_of_leaf.get(b.leaf, set())
             common = sa & sb
             if common:
-                bundles = [self._leaf_up(a.leaf, common, common == sa), self._leaf_up(b.leaf, common, common == sb)]
+                bundles += [self._leaf_up(a.leaf, common, common == sa), self._leaf_up(b.leaf, common, common == sb)]
             else:
-                bundles = [self._leaf_up(a.leaf, sa, True), self._pod_up(a.leaf), self._pod_up(b.leaf),
-                           self._leaf_up(b.leaf, sb, True)]
+                bundles += [self._leaf_up(a.leaf, sa, True), self._pod_up(a.leaf), self._pod_up(b.leaf),
+                            self._leaf_up(b.leaf, sb, True)]
+        if bb:
+            bundles.append(bb)
         out = []
         for bd in bundles:
             if len(bd.cables) == 1:

@@ -26,8 +26,10 @@ from railforge.acceptance.document import KIND
 MAX_PLAN_BYTES = 1 << 30
 MAX_RESULT_BYTES = 1 << 20
 MAX_DEPTH = 2
+MAX_ROUNDS = 128
 MAX_FILES = 1_000_000
 LATENCY_SUFFIX = ".lat.txt"
+LLDP_DIR = "lldp"
 HEADER = "# railforge-acceptance "
 
 
@@ -41,12 +43,22 @@ class _Strict(BaseModel):
 
 class NicModel(_Strict):
     node: str = Field(min_length=1, max_length=253)
-    rail: int = Field(ge=0, le=63)
+    rail: int | None = Field(ge=0, le=63)  # None: a host's storage bond
     hca: str = Field(min_length=1, max_length=64)
     ifname: str = Field(max_length=64)
     address: str = Field(max_length=64)
-    leaf: str = Field(max_length=253)
-    cable: str = Field(min_length=1, max_length=64)
+    leaf: str = Field(max_length=520)  # a storage bond's leaves joined by '+'
+    cable: str | None = Field(min_length=1, max_length=64)  # None: a bond (its members are a bundle)
+    appliance: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.node}:{self.hca}"
+
+    @property
+    def own(self) -> str:
+        """The cable that is this NIC's alone, or the bundle key of a bond's members (`fabric.Nic.bond`)."""
+        return self.cable if self.cable is not None else f"{self.node} {self.ifname}"
 
 
 class TestModel(_Strict):
@@ -56,11 +68,41 @@ class TestModel(_Strict):
     cables: list[str] = Field(max_length=16)
     bundles: list[str] = Field(max_length=8)
     ports: dict[Literal["control", "data", "server"], int] | None = None  # a lab test pinned by `ecmppin`
+    retest_of: str | None = Field(default=None, pattern=r"^t\d{6,9}$")  # a re-test round's re-run of that test
 
 
 class RoundModel(_Strict):
-    round: int = Field(ge=1, le=64)
+    round: int = Field(ge=1, le=MAX_ROUNDS)
+    kind: Literal["compute", "storage"] = "compute"
+    retest: bool = False  # planned by `acceptance retest` from earlier rounds' results
     tests: list[TestModel]
+
+
+class ReachModel(_Strict):
+    id: str = Field(pattern=r"^o\d{6,9}$")
+    device: str = Field(min_length=1, max_length=253)
+    port: str = Field(max_length=64)
+    address: str = Field(min_length=1, max_length=64)
+    cable: str = Field(min_length=1, max_length=64)
+    switch: str = Field(max_length=253)
+
+
+class LldpModel(_Strict):
+    switches: list[str]
+    cables: list[str]
+
+
+class OobModel(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    reach: list[ReachModel]
+    lldp: LldpModel
+
+
+class RetestModel(_Strict):
+    """What `acceptance retest` planned: its rounds, and the candidates it found no healthy pair for (why)."""
+
+    rounds: list[int]
+    not_retested: dict[str, str]
 
 
 class BundleModel(_Strict):
@@ -68,13 +110,21 @@ class BundleModel(_Strict):
     cables: list[str]
 
 
-class PairThresholds(BaseModel):
+class PerDirection(BaseModel):
     leaf_local: float = Field(gt=0)
     across_fabric: float = Field(gt=0)
 
 
+class PairThresholds(PerDirection):
+    """Pass marks of `ib_write_bw -b` (both directions, reported as their sum) and of one direction (what the
+    lab's iperf3 measures)."""
+
+    per_direction: PerDirection | None = None
+
+
 class ThresholdsModel(BaseModel):
     ib_write_bw_gbps: PairThresholds
+    storage_ib_write_bw_gbps: PairThresholds | None = None
 
 
 class AcceptanceDoc(BaseModel):
@@ -82,12 +132,29 @@ class AcceptanceDoc(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
     kind: Literal["railforge-acceptance-plan"]
-    version: Literal[1]
+    version: Literal[1, 2]
     cluster: str = Field(min_length=1, max_length=128)
     fabric: str
     thresholds: ThresholdsModel
     bundles: dict[str, BundleModel]
-    rounds: list[RoundModel] = Field(max_length=64)
+    rounds: list[RoundModel] = Field(max_length=MAX_ROUNDS)
+    oob: OobModel | None = None
+    retest: RetestModel | None = None
+
+    @property
+    def not_retested(self) -> dict[str, str]:
+        return self.retest.not_retested if self.retest else {}
+
+    def threshold(self, kind: str, a: NicModel, b: NicModel, one_direction: bool) -> float:
+        """The pass mark of a test of round kind `kind` between `a` and `b` (leaf-local or across the fabric);
+        `one_direction` for a tool that measures one (iperf3), else perftest -b's sum of both."""
+        th = self.thresholds
+        marks = th.ib_write_bw_gbps
+        if kind == "storage" and th.storage_ib_write_bw_gbps is not None:
+            marks = th.storage_ib_write_bw_gbps
+        if one_direction and marks.per_direction is not None:
+            marks = marks.per_direction
+        return marks.leaf_local if a.leaf == b.leaf else marks.across_fabric
 
 
 def _regular(path: Path, limit: int) -> bytes:
@@ -127,7 +194,7 @@ def read_acceptance_plan(path: Path) -> AcceptanceDoc:
 class Header(_Strict):
     cluster: str = Field(min_length=1, max_length=128)
     test: str = Field(min_length=1, max_length=300)
-    tool: Literal["ib_write_bw", "iperf3", "all_reduce_perf", "dcgmi"]
+    tool: Literal["ib_write_bw", "iperf3", "all_reduce_perf", "dcgmi", "ping"]
     round: int | None = Field(default=None, ge=1, le=64)
     a: str | None = Field(default=None, max_length=320)
     b: str | None = Field(default=None, max_length=320)
@@ -176,6 +243,7 @@ class Results:
     dcgm: dict[str, list[str]] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
     latency_files: int = 0
+    reach: dict[str, bool] = field(default_factory=dict)  # OOB check id -> answered
 
     def skipped_counts(self) -> Counter:
         return Counter(s.reason for s in self.skipped)
@@ -198,8 +266,9 @@ class Reader:
     def __init__(self, doc: AcceptanceDoc, min_gbps: float | None = None):
         self.doc = doc
         self.tests = {t.id: t for r in doc.rounds for t in r.tests}
+        self.kind = {t.id: r.kind for r in doc.rounds for t in r.tests}
         self.nodes = {n.node for t in self.tests.values() for n in (t.a, t.b)}
-        self.min_gbps = min_gbps if min_gbps is not None else doc.thresholds.ib_write_bw_gbps.across_fabric
+        self.min_gbps = min_gbps
         self.out = Results()
 
     def skip(self, path: Path, reason: str, detail: str) -> None:
@@ -209,6 +278,8 @@ class Reader:
         if not root.is_dir():
             raise ReadError(f"{root}: not a folder of results")
         for path in _files(root):
+            if path.parent == root / LLDP_DIR:
+                continue  # switches' LLDP tables: read by `verify.lldp` (`lldp_findings`)
             if path.name.endswith(LATENCY_SUFFIX):
                 self.out.latency_files += 1
                 continue
@@ -231,6 +302,8 @@ class Reader:
             return self.skip(path, "other-cluster", f"cluster={h.cluster}, this plan is {self.doc.cluster}")
         if h.tool in ("ib_write_bw", "iperf3"):
             return self.pair(path, h, body)
+        if h.tool == "ping":
+            return self.reach(path, body)
         if h.tool == "all_reduce_perf":
             return self.nccl(path, h, body)
         return self.dcgm(path, h, body)
@@ -254,9 +327,26 @@ class Reader:
             return self.skip(path, "truncated", str(exc))
         except parsers.Malformed as exc:
             return self.skip(path, "malformed", str(exc))
-        status = "ok" if bw.gbps >= self.min_gbps else "slow"
+        mark = self.min_gbps
+        if mark is None:
+            mark = self.doc.threshold(self.kind[h.test], t.a, t.b, one_direction=h.tool == "iperf3")
+        status = "ok" if bw.gbps >= mark else "slow"
         self.out.pairs[h.test] = PairResult(h.test, str(path), round(bw.gbps, 3), status,
-                                            f"{bw.gbps:.2f} Gb/s, pass >= {self.min_gbps:g}")
+                                            f"{bw.gbps:.2f} Gb/s, pass >= {mark:g}")
+        return None
+
+    def reach(self, path: Path, body: str) -> None:
+        """`oob-reach.sh`'s lines, `CHECK ok|lost`, each check of the plan at most once; the whole file is
+        skipped when one line is anything else (a truncated or foreign file)."""
+        known = {c.id for c in self.doc.oob.reach} if self.doc.oob else set()
+        got: dict[str, bool] = {}
+        for n, line in enumerate(body.splitlines(), 2):
+            check, _, state = line.strip().partition(" ")
+            if check not in known or state not in ("ok", "lost") or check in got or check in self.out.reach:
+                return self.skip(path, "malformed", f"line {n}: {line[:80]!r} is not `CHECK ok|lost` for a check "
+                                                    "of the plan, once")
+            got[check] = state == "ok"
+        self.out.reach |= got
         return None
 
     def nccl(self, path: Path, h: Header, body: str) -> None:

@@ -57,14 +57,41 @@ class Bound:
 
 
 def pairing_classes(fabric: Fabric) -> dict[str, list[int]]:
-    """Which rails share a ring: each rail alone, or in a rail-plane design rail pairs (0,1), (2,3), ..."""
+    """Which rails share a ring: each rail alone; in a rail-plane 3-tier design rail pairs (0,1), (2,3), ...
+    (there only traffic between rails reaches the super-spines); and a rail whose NICs all sit on one leaf (one
+    SU) paired with the next such rail when the two leaves reach each other over the spines, so its tests cross
+    both leaves' uplinks. A single-leaf rail with no such partner is a class of its own: its tests stay on its
+    leaf (they burn in the node cables, and only those)."""
     rails = sorted(fabric.nics)
     if fabric.mode == "rail-plane" and fabric.tiers >= 3 and len(rails) >= 2:
         out = {f"rails {a}+{b}": [a, b] for a, b in zip(rails[0::2], rails[1::2], strict=False)}
         if len(rails) % 2:
             out[f"rail {rails[-1]}"] = [rails[-1]]
         return out
-    return {f"rail {r}": [r] for r in rails}
+    classes: list[list[int]] = []
+    single = [r for r in rails if len({n.leaf for n in fabric.nics[r]}) < 2]
+    classes += [[r] for r in rails if r not in single]
+    while single:
+        a = single.pop(0)
+        b = next((x for x in single if _joined(fabric, a, x)), None)
+        if b is None:
+            classes.append([a])
+        else:
+            single.remove(b)
+            classes.append([a, b])
+    return {(f"rails {c[0]}+{c[1]}" if len(c) == 2 else f"rail {c[0]}"): c for c in sorted(classes)}
+
+
+def _joined(fabric: Fabric, a: int, b: int) -> bool:
+    """Whether the (single) leaves of rails a and b reach each other through the upper tiers."""
+    la, lb = fabric.nics[a][0].leaf, fabric.nics[b][0].leaf
+    sa, sb = fabric.spine_of_leaf.get(la, set()), fabric.spine_of_leaf.get(lb, set())
+    return bool(sa & sb) or (fabric.tiers >= 3 and bool(sa) and bool(sb))
+
+
+def leaf_local(fabric: Fabric, rails: list[int]) -> bool:
+    """A class whose NICs all sit on one leaf: its tests cross that leaf only."""
+    return len({n.leaf for r in rails for n in fabric.nics[r]}) < 2
 
 
 def _su_sequence(nics: list[Nic], group_of: dict[str, str]) -> list[int]:
@@ -138,10 +165,12 @@ def plan_rounds(fabric: Fabric) -> list[list[Test]]:
     """Every test of the burn-in, grouped by round; tests are numbered in round order."""
     by_colour: dict[int, list[tuple[Nic, Nic]]] = defaultdict(list)
     for _, rails in pairing_classes(fabric).items():
+        local = leaf_local(fabric, rails)
         for colour, a, b in ring_edges(ring(fabric, rails)):
-            if a.node == b.node or a.leaf == b.leaf:
-                raise RoundsError(f"cannot pair {a.key} with {b.key}: same node or leaf ({a.leaf}); "
-                                  "a rail needs NICs on at least two leaves")
+            if a.node == b.node or (a.leaf == b.leaf and not local):
+                raise RoundsError(f"cannot pair {a.key} with {b.key}: same node or leaf ({a.leaf})")
+            if b.appliance and not a.appliance:
+                a, b = b, a  # an appliance has no address on the rails: it is the client
             by_colour[colour].append((a, b))
     rounds: list[list[Test]] = []
     n = 0
@@ -150,5 +179,44 @@ def plan_rounds(fabric: Fabric) -> list[list[Test]]:
         for a, b in by_colour[colour]:
             n += 1
             tests.append(Test(f"t{n:06d}", len(rounds) + 1, a, b))
+        rounds.append(tests)
+    return rounds
+
+
+def spread(nics: list[Nic]) -> list[Nic]:
+    """A ring order in which neighbours sit on different leaves (leaf pairs) wherever the counts allow: the
+    leaves' NICs, largest leaf first, fill every other place, then the places between. When no leaf holds more
+    than half the NICs no two neighbours share a leaf; otherwise the largest leaf's surplus sits side by side
+    (those tests stay on that leaf)."""
+    by_leaf: dict[str, list[Nic]] = defaultdict(list)
+    for n in nics:
+        by_leaf[n.leaf].append(n)
+    flat = [n for _, group in sorted(by_leaf.items(), key=lambda kv: (-len(kv[1]), kv[0])) for n in group]
+    places = list(range(0, len(flat), 2)) + list(range(1, len(flat), 2))
+    out: list[Nic | None] = [None] * len(flat)
+    for n, i in zip(flat, places, strict=True):
+        out[i] = n
+    return [n for n in out if n is not None]
+
+
+def storage_bound(fabric: Fabric) -> int:
+    """Rounds the storage ring needs: two tests per host, a third colour for an odd ring."""
+    n = len(fabric.nics.get(0, []))
+    return 0 if n < 2 else 1 if n == 2 else TESTS_PER_NIC + n % 2
+
+
+def plan_storage_rounds(fabric: Fabric, first_round: int, first_test: int) -> list[list[Test]]:
+    """The storage fabric's tests: every host's bond in two tests with two partners, on other leaf pairs where the
+    counts allow (`spread`), numbered after the compute fabric's rounds and tests."""
+    by_colour: dict[int, list[tuple[Nic, Nic]]] = defaultdict(list)
+    for colour, a, b in ring_edges(spread(fabric.nics.get(0, []))):
+        by_colour[colour].append((a, b))
+    rounds: list[list[Test]] = []
+    n = first_test
+    for colour in sorted(by_colour):
+        tests = []
+        for a, b in by_colour[colour]:
+            n += 1
+            tests.append(Test(f"t{n:06d}", first_round + len(rounds), a, b))
         rounds.append(tests)
     return rounds

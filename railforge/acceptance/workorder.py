@@ -26,10 +26,10 @@ def write_suspect_work_order(plan: Plan, analysis: Analysis, path: Path) -> int:
                     f"suspect #{rank}: on {s.slow_paths} slow paths ({low}), on no healthy one. Clean both ends "
                     f"and reseat; replace the cable or optic if it stays slow")
     retest = sorted({t for s in analysis.suspects for t in s.tests})
-    steps.rows.append((PHASES.index("verify"), (1 << 30, 0, ""),
-                       ("verify", "re-test", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
-                        f"re-run the pair tests {', '.join(retest[:20])}{' ...' if len(retest) > 20 else ''} "
-                        "and `railforge acceptance analyze`", "")))
+    detail = (f"re-run the pair tests {', '.join(retest[:20])}{' ...' if len(retest) > 20 else ''} "
+              "and `railforge acceptance analyze`")
+    blank = ("",) * (len(ORDER_COLUMNS) - 5)  # no step number yet; no place, cable or elevation
+    steps.rows.append((PHASES.index("verify"), (1 << 30, 0, ""), ("verify", "re-test", *blank, detail, "")))
     rows = list(steps.sorted())
     path = path.absolute()
     tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"

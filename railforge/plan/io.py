@@ -23,7 +23,7 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WrapValidator, create_model
 
 from railforge.inputs import MAX_INT_DIGITS, InputError, dotted, parse_json, read_bytes, shown, validation_errors
-from railforge.plan.model import SCHEMA_VERSION, Plan, Reliability
+from railforge.plan.model import SCHEMA_VERSION, Device, Plan, Reliability
 from railforge.plan.parts import lay_parts
 
 _OPTS = orjson.OPT_SORT_KEYS
@@ -146,24 +146,28 @@ def check_addresses(plan: Plan, source: object) -> None:
         for f in ("subnet", "gateway", "range_start", "range_end"):
             _address(getattr(pn, f), f"pod_networks[{i}].{f}", source)
     for i, d in enumerate(plan.devices):
-        at = f"devices[{i}]"
-        _address(d.loopback, f"{at}.loopback", source)
-        _address(d.mgmt_address, f"{at}.mgmt_address", source)
-        for j, p in enumerate(d.ports):
-            _address(p.address, f"{at}.ports[{j}].address", source)
-        for j, h in enumerate(d.host_subnets):
-            for f in ("prefix", "gateway", "address"):
-                _address(getattr(h, f), f"{at}.host_subnets[{j}].{f}", source)
-        for j, r in enumerate(d.rails):
-            for f in ("address", "gateway", "pod_first", "pod_last"):
-                _address(getattr(r, f), f"{at}.rails[{j}].{f}", source)
-        if d.bond:
-            _address(d.bond.address, f"{at}.bond.address", source)
-            _address(d.bond.gateway, f"{at}.bond.gateway", source)
-            if d.bond.storage_vlan:
-                _address(d.bond.storage_vlan.address, f"{at}.bond.storage_vlan.address", source)
-        if d.bmc:
-            _address(d.bmc.address, f"{at}.bmc.address", source)
+        check_device_addresses(d, f"devices[{i}]", source)
+
+
+def check_device_addresses(d: Device, at: str, source: object) -> None:
+    """Every address of one device (`at` names it in the message)."""
+    _address(d.loopback, f"{at}.loopback", source)
+    _address(d.mgmt_address, f"{at}.mgmt_address", source)
+    for j, p in enumerate(d.ports):
+        _address(p.address, f"{at}.ports[{j}].address", source)
+    for j, h in enumerate(d.host_subnets):
+        for f in ("prefix", "gateway", "address"):
+            _address(getattr(h, f), f"{at}.host_subnets[{j}].{f}", source)
+    for j, r in enumerate(d.rails):
+        for f in ("address", "gateway", "pod_first", "pod_last"):
+            _address(getattr(r, f), f"{at}.rails[{j}].{f}", source)
+    if d.bond:
+        _address(d.bond.address, f"{at}.bond.address", source)
+        _address(d.bond.gateway, f"{at}.bond.gateway", source)
+        if d.bond.storage_vlan:
+            _address(d.bond.storage_vlan.address, f"{at}.bond.storage_vlan.address", source)
+    if d.bmc:
+        _address(d.bmc.address, f"{at}.bmc.address", source)
 
 
 @contextmanager

@@ -9,6 +9,7 @@ from pathlib import Path
 from railforge.inputs import InputError, plain
 from railforge.plan.io import read_plan
 from railforge.plan.model import Plan
+from railforge.plan.stream import read_plan_lean
 
 GENERATED = "generated"
 PLAN = "plan.json"
@@ -56,18 +57,20 @@ def locate(cluster: Path, out: Path | None = None) -> Path:
     return folder
 
 
-def read(source: Path) -> Plan:
+def read(source: Path, lean: bool = False) -> Plan:
     """A plan.json of the schema version this railforge writes, through the strict reader (`planio.read_plan`:
-    regular file, bounded, every field's type, every reference); any other file is refused by name and place."""
+    regular file, bounded, every field's type, every reference); any other file is refused by name and place.
+    `lean`: read item by item and without the switches' ports (`plan/stream.py`), for a tool that reads devices
+    and cables of a very large plan and renders nothing per port."""
     try:
-        return read_plan(source)
+        return read_plan_lean(source) if lean else read_plan(source)
     except InputError as exc:
         raise PlanFileError(str(exc)) from None
 
 
-def load(cluster: Path, out: Path | None = None) -> tuple[Plan, Path]:
+def load(cluster: Path, out: Path | None = None, lean: bool = False) -> tuple[Plan, Path]:
     folder = locate(cluster, out)
-    return read(folder / PLAN), folder
+    return read(folder / PLAN, lean), folder
 
 
 def config_dir(device: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,8 @@ def _require() -> None:
 
 
 def _tests(doc: dict) -> list[dict]:
-    return [t for r in doc["rounds"] for t in r["tests"]]
+    """The compute fabric's tests (the storage fabric's run over its own Ethernet switches)."""
+    return [t for r in doc["rounds"] if r["kind"] == "compute" for t in r["tests"]]
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +81,8 @@ def ib(tmp_path_factory):
                                for x, y in ((a, b), (b, a))]
     finally:
         sim.stop()
-    return {"plan": plan, "spec": spec, "out": out, "proc": proc, "doc": doc, "traces": traces, "tmp": tmp}
+    return {"plan": plan, "spec": spec, "out": out, "proc": proc, "doc": doc, "traces": traces, "tmp": tmp,
+            "lfts": dump}
 
 
 def _upper(plan) -> set[str]:
@@ -112,7 +115,11 @@ def test_every_upper_cable_is_on_a_traced_path(ib) -> None:
     for ts in doc["rounds"]:
         keys = [f"{n['node']}/{n['hca']}" for t in ts["tests"] for n in (t["a"], t["b"])]
         assert len(keys) == len(set(keys)), f"round {ts['round']}: a NIC in two tests"
-    assert doc["rounds_planned"] == doc["bound"]["rounds"] + r["added_rounds"] and doc["meets_bound"]
+    compute = [r for r in doc["rounds"] if r["kind"] == "compute"]
+    assert len(compute) == doc["bound"]["rounds"] + r["added_rounds"] and doc["meets_bound"]
+    assert doc["cables"]["not_covered"] == {} and doc["cables"]["covered"] == len(plan.links)
+    ufm = {t["a"]["cable"] for t in _tests(doc) if t["a"]["node"] == "ufm01"}
+    assert len(ufm) == 4, "the UFM's HCA ports are burned in, as the client of their tests"
 
 
 def test_traced_paths_agree_with_ibtracert(ib) -> None:
@@ -131,7 +138,7 @@ def test_traced_paths_agree_with_ibtracert(ib) -> None:
 
 def _synthetic(doc, bad: str) -> Results:
     res = Results()
-    for t in _tests(doc):
+    for t in (t for r in doc["rounds"] for t in r["tests"]):
         slow = bad in t["cables"]
         res.pairs[t["id"]] = PairResult(t["id"], "synthetic", 40.0 if slow else 390.0, "slow" if slow else "ok")
     return res
@@ -153,17 +160,37 @@ def test_every_nameable_upper_cable_is_named_alone_and_no_other_is_blamed(ib) ->
     assert named == doc["routing"]["upper_cables_nameable"]
 
 
-def test_cli_names_a_seeded_bad_spine_cable(ib, tmp_path: Path) -> None:
+def test_cli_retests_then_names_a_seeded_bad_spine_cable(ib, tmp_path: Path) -> None:
+    """The CLI on synthetic results: the spine cable is suspicious after the rounds; `retest --lfts` adds two
+    healthy pairs whose traced paths cross it (and the slow pairs again); slow there too, it is named."""
     doc, plan = ib["doc"], ib["plan"]
     nameable = sorted(_upper(plan) - set(doc["routing"]["not_nameable"]))
     bad = nameable[len(nameable) // 2]
-    write_results(tmp_path / "results", doc, {bad}, gbps_ok=390.0, cluster=NAME)
+    acc = tmp_path / "acc"
+    shutil.copytree(ib["out"] / "acceptance", acc)
+    results = tmp_path / "results"
+    write_results(results, doc, {bad}, gbps_ok=780.0, cluster=NAME)
     report = tmp_path / "analysis.json"
-    proc = run_cli("acceptance", "analyze", str(ib["spec"]), str(tmp_path / "results"), "--out", str(ib["out"]),
-                   "--json", str(report), check=False)
+    args = ("acceptance", "analyze", str(ib["spec"]), str(results), "--out", str(ib["out"]), "--acceptance", str(acc),
+            "--json", str(report))
+    proc = run_cli(*args, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    got = json.loads(report.read_text())
+    assert got["suspects"] == [] and [s["cable"] for s in got["to_retest"]] == [bad]
+    no_tables = run_cli("acceptance", "retest", str(ib["spec"]), str(results), "--out", str(ib["out"]),
+                        "--acceptance", str(acc), check=False)
+    assert no_tables.returncode == 2 and "--lfts" in no_tables.stderr
+    run_cli("acceptance", "retest", str(ib["spec"]), str(results), "--out", str(ib["out"]), "--acceptance", str(acc),
+            "--lfts", str(ib["lfts"]))
+    doc2 = json.loads((acc / "plan.json").read_text())
+    fresh = [t for r in doc2["rounds"] if r.get("retest") for t in r["tests"] if not t.get("retest_of")]
+    assert sum(bad in t["cables"] for t in fresh) >= 2
+    write_results(results, doc2, {bad}, gbps_ok=780.0, cluster=NAME,
+                  rounds={r["round"] for r in doc2["rounds"] if r.get("retest")})
+    proc = run_cli(*args, check=False)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     got = json.loads(report.read_text())
     assert [s["cable"] for s in got["suspects"]] == [bad] and got["unexplained"] == []
     link = plan.link_index()[bad]
     assert (got["suspects"][0]["a"]["device"], got["suspects"][0]["b"]["device"]) == (link.a.device, link.b.device)
-    assert got["slow"] == sum(bad in t["cables"] for t in _tests(doc)) >= 2
+    assert got["slow"] == sum(bad in t["cables"] for r in doc2["rounds"] for t in r["tests"]) >= 4

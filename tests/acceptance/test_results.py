@@ -26,6 +26,7 @@ from railforge.acceptance.results import (
     parse_header,
     read_acceptance_plan,
 )
+from railforge.acceptance.retest import plan_retest
 from tests.conftest import plan_of, run_cli
 
 SAMPLES = Path(__file__).parent / "samples"
@@ -95,10 +96,14 @@ def perftest_output(gbps: float) -> str:
     return re.sub(r"0\.48", f"{gbps:.2f}", PERF_TEMPLATE)
 
 
-def write_results(root: Path, doc: dict, slow: set[str], gbps_ok: float = 190.0, cluster: str = NAME,
-                  tool_body=None) -> dict[str, dict]:
+def write_results(root: Path, doc: dict, slow: set[str], gbps_ok: float = 390.0, cluster: str = NAME,
+                  tool_body=None, rounds: set[int] | None = None) -> dict[str, dict]:
+    """perftest -b outputs for the rounds (all, or `rounds`): a test is slow (40 Gb/s, both directions summed)
+    when it crosses a cable of `slow`, else `gbps_ok` (390: two 200G directions at 97.5 %)."""
     tests = {t["id"]: t for r in doc["rounds"] for t in r["tests"]}
     for r in doc["rounds"]:
+        if rounds is not None and r["round"] not in rounds:
+            continue
         d = root / f"round-{r['round']:02d}"
         d.mkdir(parents=True, exist_ok=True)
         for t in r["tests"]:
@@ -156,7 +161,7 @@ def test_upper_ecmp_slowness_points_at_the_bundle_not_a_cable(accepted, tmp_path
     folder, doc = accepted
     leaf = "su001-leaf-r2"
     slow = {t["id"] for r in doc["rounds"] for t in r["tests"] if f"{leaf} up" in t["bundles"]}
-    write_results(tmp_path, doc, set(), tool_body=lambda t: perftest_output(40.0 if t["id"] in slow else 190.0))
+    write_results(tmp_path, doc, set(), tool_body=lambda t: perftest_output(40.0 if t["id"] in slow else 390.0))
     acc = read_acceptance_plan(folder / "plan.json")
     a = analyse(acc, Reader(acc).read(tmp_path))
     assert a.suspects == [] and a.bundles == [] and {u.test for u in a.unexplained} == slow
@@ -168,28 +173,57 @@ def test_upper_ecmp_slowness_points_at_the_bundle_not_a_cable(accepted, tmp_path
     doc4 = orjson.loads((four / "plan.json").read_bytes())
     slow4 = {t["id"] for r in doc4["rounds"] for t in r["tests"] if f"{leaf} up" in t["bundles"]}
     write_results(four / "res", doc4, set(), cluster="dgx-h100-4su",
-                  tool_body=lambda t: perftest_output(40.0 if t["id"] in slow4 else 390.0))
+                  tool_body=lambda t: perftest_output(40.0 if t["id"] in slow4 else 780.0))
     acc4 = read_acceptance_plan(four / "plan.json")
     a4 = analyse(acc4, Reader(acc4).read(four / "res"))
     assert a4.suspects == [] and a4.unexplained == [] and [b.cable for b in a4.bundles] == [f"{leaf} up"]
     assert set(a4.bundles[0].tests) == slow4
 
 
-def test_cli_names_the_cable_with_both_ends_and_writes_the_work_order(built, tmp_path: Path) -> None:
-    out = built(NAME)
-    run_cli("acceptance", "plan", f"inventory/{NAME}", "--out", str(out))
-    doc = orjson.loads((out / "acceptance" / "plan.json").read_bytes())
+def retest_rounds(doc: dict) -> set[int]:
+    return {r["round"] for r in doc["rounds"] if r.get("retest")}
+
+
+def test_cli_retests_before_it_names_the_cable_and_writes_the_work_order(built, tmp_path: Path) -> None:
+    """A bad node cable: the first analysis blames nothing and asks for the re-test; `retest` plans the two slow
+    pairs again and the NIC with two new healthy partners on other leaves; after that round the cable is named
+    with both ends, on six slow paths, and the work order inspects it."""
+    out, acc = built(NAME), tmp_path / "acc"
+    run_cli("acceptance", "plan", f"inventory/{NAME}", "--out", str(out), "--to", str(acc))
+    doc = orjson.loads((acc / "plan.json").read_bytes())
     bad = node_cable(doc, "su001-gpu07", 3)
-    write_results(tmp_path / "res", doc, {bad})
-    wo, js = tmp_path / "wo.xlsx", tmp_path / "a.json"
-    proc = run_cli("acceptance", "analyze", f"inventory/{NAME}", str(tmp_path / "res"), "--out", str(out),
-                   "--work-order", str(wo), "--json", str(js), check=False, env={"COLUMNS": "80"})
+    res, wo, js = tmp_path / "res", tmp_path / "wo.xlsx", tmp_path / "a.json"
+    write_results(res, doc, {bad})
+    args = ("acceptance", "analyze", f"inventory/{NAME}", str(res), "--out", str(out), "--acceptance", str(acc),
+            "--work-order", str(wo), "--json", str(js))
+    first = run_cli(*args, check=False)
+    assert first.returncode == 1, first.stdout + first.stderr
+    result = json.loads(js.read_text())
+    assert result["suspects"] == [] and [s["cable"] for s in result["to_retest"]] == [bad]
+    assert "re-test first" in first.stdout and not wo.exists()
+    again = run_cli("acceptance", "retest", f"inventory/{NAME}", str(res), "--out", str(out), "--acceptance", str(acc))
+    assert "re-test round" in again.stdout, again.stdout
+    doc2 = orjson.loads((acc / "plan.json").read_bytes())
+    added = [t for r in doc2["rounds"] if r.get("retest") for t in r["tests"]]
+    slow_first = sorted(t["id"] for r in doc["rounds"] for t in r["tests"] if bad in t["cables"])
+    assert sorted(t["retest_of"] for t in added if t.get("retest_of")) == slow_first
+    nic = ("su001-gpu07", next(t["a"]["hca"] for r in doc["rounds"] for t in r["tests"] if t["a"]["cable"] == bad))
+    met = {(n["node"], n["hca"]) for r in doc["rounds"] for t in r["tests"] for n in (t["a"], t["b"])
+           if nic in ((t["a"]["node"], t["a"]["hca"]), (t["b"]["node"], t["b"]["hca"]))} - {nic}
+    fresh = [t for t in added if not t.get("retest_of")]
+    partners = {(n["node"], n["hca"]) for t in fresh for n in (t["a"], t["b"])} - {nic}
+    assert len(fresh) == 2 and len(partners) == 2 and not partners & met
+    assert all(bad in t["cables"] and t["a"]["leaf"] != t["b"]["leaf"] for t in fresh)
+    assert (acc / "jobs" / f"pairs-round-{max(retest_rounds(doc2)):02d}.tsv").exists()
+    write_results(res, doc2, {bad}, rounds=retest_rounds(doc2))
+    proc = run_cli(*args, check=False, env={"COLUMNS": "80"})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     result = json.loads(js.read_text())
     plan = plan_of(NAME)
     link = plan.link_index()[bad]
     node = plan.device_index()[link.a.device]
-    assert [s["cable"] for s in result["suspects"]] == [bad]
+    assert [s["cable"] for s in result["suspects"]] == [bad] and result["suspects"][0]["slow_paths"] == 6
+    assert result["to_retest"] == [] and result["unexplained"] == []
     assert result["suspects"][0]["a"] == {"rack": node.rack, "u": node.u, "device": node.name,
                                           "port": link.a.port, "label": next(p.label for p in node.ports
                                                                              if p.name == link.a.port)}
@@ -207,14 +241,40 @@ def test_cli_names_the_cable_with_both_ends_and_writes_the_work_order(built, tmp
     assert rows[-1][2] == "re-test"
     clean = tmp_path / "clean"
     write_results(clean, doc, set())
-    ok = run_cli("acceptance", "analyze", f"inventory/{NAME}", str(clean), "--out", str(out), check=False)
+    ok = run_cli("acceptance", "analyze", f"inventory/{NAME}", str(clean), "--out", str(out), "--acceptance", str(acc),
+                 check=False)
     assert ok.returncode == 0, ok.stdout
+    nothing = run_cli("acceptance", "retest", f"inventory/{NAME}", str(clean), "--out", str(out), "--acceptance",
+                      str(acc))
+    assert "nothing to re-test" in nothing.stdout
     bad_plan = tmp_path / "acc2"
     bad_plan.mkdir()
     (bad_plan / "plan.json").write_text('{"kind": "railforge-acceptance-plan", "version": 1, "cluster": "x"}')
     err = run_cli("acceptance", "analyze", f"inventory/{NAME}", str(clean), "--out", str(out), "--acceptance",
                   str(bad_plan), check=False)
     assert err.returncode == 2 and "plan.json" in err.stderr and "Traceback" not in err.stderr
+
+
+def test_a_slow_test_its_retest_does_not_reproduce_is_not_blamed(accepted, tmp_path: Path) -> None:
+    """A healthy cable slow in the first rounds only (a loaded round): its NIC's two tests are slow, so its
+    cable is suspicious; on the re-test round everything passes, and nothing is blamed: both tests are
+    `not_reproduced`, the analysis is clean."""
+    folder, doc = accepted
+    cable = node_cable(doc, "su002-gpu04", 0)
+    raw = json.loads((folder / "plan.json").read_text())
+    write_results(tmp_path, raw, {cable})
+    acc = read_acceptance_plan(folder / "plan.json")
+    res = Reader(acc).read(tmp_path)
+    before = analyse(acc, res, require_retest=True)
+    assert before.suspects == [] and [s.cable for s in before.to_retest] == [cable] and not before.clean
+    summary = plan_retest(plan_of(NAME), raw, acc, res)
+    assert summary["reruns"] == 2 and summary["tests"] == 4 and summary["not_retested"] == {}
+    (tmp_path / "plan2.json").write_bytes(dumps(raw))
+    acc2 = read_acceptance_plan(tmp_path / "plan2.json")
+    write_results(tmp_path, raw, set(), rounds=retest_rounds(raw))
+    after = analyse(acc2, Reader(acc2).read(tmp_path), require_retest=True)
+    assert after.clean and after.suspects == [] and after.to_retest == []
+    assert len(after.not_reproduced) == 2 and after.slow == 2
 
 
 def test_acceptance_plan_reader_names_the_place(tmp_path: Path, accepted) -> None:
@@ -256,12 +316,12 @@ def test_analysis_fuzz_keeps_the_rule(accepted, tmp_path_factory, statuses: list
     one, and no file makes the reader raise."""
     folder, doc = accepted
     root = tmp_path_factory.mktemp("fuzz")
-    order = [t["id"] for r in doc["rounds"] for t in r["tests"]]
+    order = [t["id"] for r in doc["rounds"] if r["kind"] == "compute" for t in r["tests"]]
     status = dict(zip(order, statuses, strict=True))
 
     def body(t: dict) -> str:
-        s = status[t["id"]]
-        return {"ok": perftest_output(190.0), "slow": perftest_output(12.0), "failed": "Couldn't connect to peer\n",
+        s = status.get(t["id"], "ok")
+        return {"ok": perftest_output(390.0), "slow": perftest_output(12.0), "failed": "Couldn't connect to peer\n",
                 "skip": sample("perftest-write-bw-mbytes-truncated.txt"),
                 "garbage": junk.decode("latin-1")}[s]
 

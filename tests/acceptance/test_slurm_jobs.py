@@ -36,10 +36,12 @@ def test_sbatch_accepts_every_job(built, tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "gres.conf").write_text("Name=gpu Count=8\n")
     (tmp_path / "topology.conf").write_text((built("roce-a800-4nic") / "slurm" / "topology.conf").read_text())
     acc = tmp_path / "acceptance"
-    write(build(plan), acc)
+    ap = build(plan)
+    write(ap, acc)
     jobs = acc / "jobs"
     scripts = sorted((jobs / "slurm").glob("*.sbatch"))
-    assert len(scripts) == 2 + 2 + 1 + 1  # rounds, NCCL per SU, NCCL cluster, DCGM
+    storage = [r["round"] for r in ap.doc["rounds"] if r["kind"] == "storage"]
+    assert len(storage) == 3 and len(scripts) == 2 + 3 + 2 + 1 + 1  # rounds (compute, storage), NCCL, DCGM
     env = {**os.environ, "SLURM_CONF": str(conf)}
     proc = subprocess.Popen(["slurmctld", "-D", "-f", str(conf)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, env=env, cwd=tmp_path)
