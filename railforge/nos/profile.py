@@ -13,7 +13,9 @@ asks the profile, through the registry (`railforge.nos`), and never imports the 
 - `railforge ztp` writes its first-boot files (`ztp.files`) and points DHCP at them (`ztp.entry`, the option);
 - the lab boots FRR from its generated file (`boot_config` through `lab_frr`);
 - `railforge verify` reads its own LLDP table format (`lldp_table`);
-- work orders say how to load a changed file (`reload`).
+- work orders say how to load a changed file (`reload`);
+- the health build (`railforge/render/health.py`) lists a switch as a target of the exporters its OS runs and
+  expects from it only the series they produce (`telemetry`).
 
 Hooks are plain functions. A profile module imports its heavy modules inside them, so importing the registry
 (the spec does, at start-up) loads no renderer, and an OS module may use the plan, ZTP or verify types without
@@ -38,6 +40,14 @@ if TYPE_CHECKING:
 
 Kind = Literal["ethernet", "infiniband"]
 Fabric = Literal["compute", "storage", "oob"]
+Telemetry = Literal["frr", "node", "ibfabric"]
+"""Where railforge's health rules read a switch of an OS from:
+
+- `frr`: prometheus-frr-exporter on the switch, reading its FRR (`frr_bgp_peer_state`: its BGP sessions);
+- `node`: prometheus-node-exporter on the switch (`node_network_carrier`: its ports' netdevs);
+- `ibfabric`: nothing on the switch; its ports' state and error counters are read over the InfiniBand fabric
+  (`iblinkinfo`, `perfquery`) by the fabric scan a GPU node runs (`railforge/health/ibfabric.py`).
+"""
 
 
 class PlatformError(ValueError):
@@ -117,6 +127,8 @@ class NosProfile:
     `plan_checks(spec, devices of this OS)` run once the devices are planned; each raises PlanRefused.
     `lab_frr(boot file)` is the FRR configuration the lab boots for the generated `boot_config` (TranslationError
     when it cannot).
+    `telemetry`: where the health rules read a switch of this OS from (see `Telemetry`); an OS with none is
+    monitored by nothing railforge generates, so none of its sessions or ports is expected.
     """
 
     name: str
@@ -136,6 +148,7 @@ class NosProfile:
     ztp: ZtpVariant | None = None
     lab_frr: Callable[[Path], str] | None = None
     lldp_table: LldpTable | None = None
+    telemetry: tuple[Telemetry, ...] = ()
 
 
 def front_label(cage: int, sub: int, split: int) -> str:
