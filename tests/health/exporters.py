@@ -74,8 +74,9 @@ def _page(lines: list[tuple[str, dict[str, str], str]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def healthy(out: Path) -> Healthy:
-    """What each target of the healthy cluster built in `out` serves."""
+def healthy(out: Path, scan: str | None = None) -> Healthy:
+    """What each target of the healthy cluster built in `out` serves; `scan`: the fabric scan's textfile to serve
+    on the scanning node instead of one written from the OpenSM topology (a real scan, e.g. of ibsim)."""
     plan = read_plan(out / "plan.json")
     devices = plan.device_index()
     targets = {job: json.loads((out / "health" / "targets" / f"{job}.json").read_text()) for job in ("frr", "node")}
@@ -109,7 +110,7 @@ def healthy(out: Path) -> Healthy:
         lines.append(("railforge_nodecheck_findings", {}, "0"))
         page = _page(lines)
         if dev.name in scanners:
-            page += ibfabric.textfile(_healthy_ports(out), time.time(), 0.5)
+            page += scan if scan is not None else ibfabric.textfile(_healthy_ports(out), time.time(), 0.5)
         got.pages["node"][dev.name] = page
     return got
 

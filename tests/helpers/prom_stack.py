@@ -61,6 +61,7 @@ class Stack:
     prom_port: int = 0
     am_port: int = 0
     servers: list[ThreadingHTTPServer] = field(default_factory=list)
+    pages: dict[str, bytes] = field(default_factory=dict)  # scrape_pages: path -> page, replace one to change it
 
     def _log(self, name: str):
         return (self.workdir / "logs" / f"{name}.log").open("wb")
@@ -238,7 +239,8 @@ def scrape_pages(workdir: Path, health: Path, pages: dict[str, dict[str, str]], 
     try:
         served = {f"/{job}/{device}": text.encode() for job, by_device in pages.items() for device, text in
                   by_device.items()}
-        port = serve_pages(stack, {"/expected": expected.encode(), **served})
+        stack.pages = {"/expected": expected.encode(), **served}
+        port = serve_pages(stack, stack.pages)
         jobs = [{"job_name": "railforge-expected", "honor_labels": True, "metrics_path": "/expected",
                  "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}]
         for job in sorted(pages):
