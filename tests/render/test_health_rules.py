@@ -170,8 +170,8 @@ def test_node_rail_without_carrier_names_node_rail_and_cable(plan: Plan, tmp_pat
     link = plan.link_index()[rail.cable]
     expected = {"severity": "major", "blast_radius": "node-rail", "cable": rail.cable, "device": node.name,
                 "port": rail.ifname, "role": "node", "peer_device": rail.leaf, "peer_port": rail.leaf_port,
-                "node": node.name, "fabric": "compute", "tier": "node-leaf", "kind": "ethernet", "su": "1", "rail": str(rail.rail),
-                "leaf": rail.leaf}
+                "node": node.name, "fabric": "compute", "tier": "node-leaf", "kind": "ethernet", "su": "1",
+                "rail": str(rail.rail), "leaf": rail.leaf}
     assert link.b.device == rail.leaf and link.b.port == rail.leaf_port
     notes = {"RailforgeNodeRailDown": [{
         "summary": f"rail 2 of {node.name} is down: {node.name}:{rail.ifname} has no carrier (cable {rail.cable})",
