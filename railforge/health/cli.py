@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from railforge.cli import show
 from railforge.health.decide import Policy
-from railforge.health.receiver import Engine, ReceiverConfig, serve
+from railforge.health.receiver import Engine, ReceiverConfig, approve, serve
 from railforge.health.slurm import Scontrol
 from railforge.health.topology import HealthIndex
 from railforge.inputs import InputError
@@ -40,6 +40,9 @@ def serve_cmd(
     dry_run: Annotated[bool, typer.Option(help="log what would be drained, resumed and ordered; do nothing")] = False,
     max_drain_share: Annotated[float, typer.Option(min=0.0, max=1.0, help="most of the cluster's nodes drained "
                                                    "without a human")] = 0.25,
+    max_auto_drain: Annotated[int, typer.Option(min=0, help="most nodes one action (a leaf or SU escalation) drains "
+                                                "without a human; a bigger batch waits for `railforge health "
+                                                "approve`")] = 8,
     node_check: Annotated[str | None, typer.Option(help="command run before resuming a node ({node} = its name); "
                                                    "exit 0 = healthy")] = None,
     scontrol: Annotated[str, typer.Option(help="the scontrol binary")] = "scontrol",
@@ -58,7 +61,8 @@ def serve_cmd(
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
     cfg = ReceiverConfig(state_dir=state_dir, dry_run=dry_run, max_drain_share=max_drain_share,
-                         node_check=node_check, rate_per_s=rate, burst=max(1, int(rate * 4)),
+                         max_auto_drain=max_auto_drain, node_check=node_check, rate_per_s=rate,
+                         burst=max(1, int(rate * 4)),
                          policy=Policy(leaf_escalation, su_escalation))
     try:
         engine = Engine(HealthIndex.of(plan), cfg, Scontrol(scontrol))
@@ -76,3 +80,24 @@ def serve_cmd(
     except OSError as exc:
         err.print(f"[red]error[/red] cannot listen on {escape(listen)}: {escape(str(exc))}")
         raise typer.Exit(2) from None
+
+
+@health_app.command("approve")
+def approve_cmd(
+    batch: Annotated[str | None, typer.Argument(help="the held batch's id, as the receiver's `held` line names it "
+                                                "(default: whatever is held now)")] = None,
+    state_dir: Annotated[Path, typer.Option(help="the receiver's --state-dir")] = Path("health-state"),
+) -> None:
+    """Let the drain batch the receiver holds go ahead (its next reconcile, within 5 s, drains it)."""
+    err = Console(stderr=True)
+    try:
+        held = approve(state_dir, batch)
+    except InputError as exc:
+        err.print(f"[red]error[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    except OSError as exc:
+        err.print(f"[red]error[/red] --state-dir {escape(show.plain(state_dir))}: {escape(exc.strerror or str(exc))}")
+        raise typer.Exit(2) from None
+    Console().print(f"approved batch {held.id}: drain {len(held.nodes)} nodes "
+                    f"({escape(', '.join(sorted(held.nodes)[:8]))}{' ...' if len(held.nodes) > 8 else ''}); "
+                    f"held because {escape(held.why)}")

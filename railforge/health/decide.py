@@ -16,8 +16,8 @@ from railforge.health.topology import HealthIndex
 from railforge.health.webhook import Alert
 
 NODE_ALERTS = ("RailforgeNodeRailDown", "RailforgeNodeCheckFailed", "RailforgeCableMiswired")
-WORK_ONLY = ("RailforgeFabricCableDown", "RailforgeSpineIsolated")
-LOG_ONLY = ("RailforgeExporterDown",)
+WORK_ONLY = ("RailforgeFabricCableDown", "RailforgeSpineIsolated", "RailforgeCableErrors")
+LOG_ONLY = ("RailforgeExporterDown", "RailforgeFabricScanDown")
 REASON_PREFIX = "railforge:"
 
 

@@ -311,14 +311,43 @@ def textfile(hv: HostVars, found: list[Finding], lldp: dict[str, tuple[str, str]
     return "\n".join(lines) + "\n"
 
 
-def drain(node: str, first: Finding) -> str | None:
+def _drained(line: str) -> bool:
+    return "DRAIN" in next((p for p in line.split() if p.startswith("State=")), "")
+
+
+def drain_refusal(show_nodes: str, max_share: float) -> str | None:
+    """Why one more drain would pass the cap, from `scontrol -o show nodes` (one node a line), or None.
+
+    The same guard the remediation receiver keeps (`--max-drain-share`): a check that fails on every node at once
+    (a broken driver update, a leaf of the check's own reading) must not take the cluster out of service. Each
+    node decides alone, so two nodes failing in the same second may both pass the last free place."""
+    lines = [x for x in show_nodes.splitlines() if x.startswith("NodeName=")]
+    drained = sum(_drained(x) for x in lines)
+    limit = int(max_share * len(lines))
+    if drained + 1 <= limit:
+        return None
+    return (f"not drained: {drained} of {len(lines)} nodes are drained already and --max-drain-share {max_share:g} "
+            f"allows {limit}: a human must decide")
+
+
+def drain(node: str, first: Finding, max_share: float = 1.0) -> str | None:
     """As Slurm's HealthCheckProgram must: drain this node, reason = the first finding; a node already drained
-    keeps its reason (a human's or the remediation loop's). Returns why the drain failed, None when it did not."""
+    keeps its reason (a human's or the remediation loop's). No drain when it would take the drained share of the
+    cluster's nodes over `max_share` (`drain_refusal`). Returns why the drain failed, None when it did not."""
     try:
         show = subprocess.run(["scontrol", "-o", "show", "node", node], capture_output=True, text=True,
                               check=False, timeout=30)
-        if "DRAIN" in next((p for p in show.stdout.split() if p.startswith("State=")), ""):
+        if _drained(show.stdout):
             return None
+        if max_share < 1.0:
+            every = subprocess.run(["scontrol", "-o", "show", "nodes"], capture_output=True, text=True,
+                                   check=False, timeout=30)
+            if every.returncode != 0:
+                why = (every.stderr or every.stdout).strip()[:200]
+                return f"scontrol show nodes exited {every.returncode}: {why} (not drained: the cap cannot be checked)"
+            refused = drain_refusal(every.stdout, max_share)
+            if refused:
+                return refused
         reason = f"railforge-node-health: {first.line()}"[:200]
         done = subprocess.run(["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"],
                               capture_output=True, text=True, check=False, timeout=30)
@@ -342,6 +371,16 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a share from 0 to 1, e.g. 0.25")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="railforge-node-health", description=__doc__.split("\n\n")[0])
     p.add_argument("--host-vars", type=Path, required=True, help="this node's host_vars JSON from railforge build")
@@ -356,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--textfile", type=Path, default=None, help="write findings for node-exporter here (.prom)")
     p.add_argument("--drain", action="store_true", help="on findings: scontrol drain this node, reason = the first")
     p.add_argument("--node-name", default=None, help="Slurm node name for --drain (default: short host name)")
+    p.add_argument("--max-drain-share", type=_share, default=0.25,
+                   help="--drain: no drain when more than this share of the cluster's nodes would then be drained "
+                        "(0..1; 1 = no cap)")
     args = p.parse_args(argv)
     skip = {s for s in args.skip.split(",") if s}
     unknown = skip - set(CHECKS)
@@ -377,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         _write_atomic(args.textfile, textfile(hv, found, lldp))
     if found and args.drain:
         node = args.node_name or socket.gethostname().split(".")[0]
-        failed = drain(node, found[0])
+        failed = drain(node, found[0], args.max_drain_share)
         if failed:
             print(f"error: drain {node}: {failed}".encode("unicode_escape").decode("ascii"), file=sys.stderr)
     if not found:

@@ -3,14 +3,24 @@
 Stdlib `http.server` (one POST path, no framework needed) around an `Engine` that keeps the firing alerts,
 asks `decide` what they call for and converges Slurm on it: drain what is wanted and not drained, resume
 what railforge drained and no alert wants any more once the node check passes. Every action is one JSON
-line in `actions.log` and on stderr; state (firing alerts, nodes railforge drained) survives a restart in
-`state.json`. Idempotent: a repeated webhook changes nothing. Guard rails: a body size cap and a token
-bucket (HTTP 413 / 429), unknown devices and cables ignored, and a batch of drains that would take the
-drained share of the cluster over `max_drain_share` is held for a human instead of done.
+line in `actions.log` and on stderr; state (firing alerts, nodes railforge drained, open repair incidents)
+survives a restart in `state.json`. Idempotent: a repeated webhook changes nothing.
+
+A repair work order is written once per incident: when an alert first wants a subject (a cable, a device, an SU)
+repaired, one order named after the subject and the incident's start; while the incident is open, repeated
+alerts write nothing more; once no alert wants it the incident closes, and the next failure of the same subject is
+a new incident with its own order.
+
+Guard rails: a body size cap and a token bucket (HTTP 413 / 429), unknown devices and cables ignored, and a batch
+of drains that is larger than `max_auto_drain` nodes (a leaf or SU action) or would take the drained share of the
+cluster over `max_drain_share` is held for a human: `railforge health approve` (a file in the state folder, so
+only who may write there approves) lets exactly that batch through. `dry_run` acts on nothing and keeps nothing:
+what it would have drained and ordered lives in memory only and no state.json is written.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -25,7 +35,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from railforge.health.decide import Policy, decide
+from railforge.health.decide import Policy, WorkItem, decide
 from railforge.health.repair import order_path, write_repair_order
 from railforge.health.slurm import Scontrol, SlurmError
 from railforge.health.topology import HealthIndex
@@ -41,9 +51,22 @@ class StateFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     active: dict[str, Alert] = Field(default_factory=dict)
     drained: dict[str, str] = Field(default_factory=dict)
+    orders: dict[str, str] = Field(default_factory=dict)  # subject -> the open incident's work order file
+
+
+class HeldBatch(BaseModel):
+    """held.json: the drains waiting for a human, and the id `railforge health approve` names."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    nodes: dict[str, str]
+    why: str
 
 
 _STATE = TypeAdapter(StateFile)
+_HELD = TypeAdapter(HeldBatch)
+HELD_FILE = "held.json"
+APPROVED_DIR = "approved"
 
 OURS = ("railforge:", "railforge-node-health:")  # drains this loop may undo: its own and the node check's
 
@@ -53,6 +76,7 @@ class ReceiverConfig:
     state_dir: Path
     dry_run: bool = False
     max_drain_share: float = 0.25
+    max_auto_drain: int = 8  # a batch of more new drains than this (a leaf or SU action) waits for approval
     node_check: str | None = None  # shell command template, {node} replaced by the node's name; exit 0 = healthy
     node_check_timeout: float = 60
     rate_per_s: float = 5.0
@@ -86,7 +110,9 @@ class Engine:
         self.lock = threading.RLock()
         self.active: dict[str, Alert] = {}
         self.drained: dict[str, str] = {}
+        self.orders: dict[str, str] = {}
         self.held: list[str] = []
+        self.would_drain: dict[str, str] = {}  # dry run: what it would have drained, in memory only
         cfg.state_dir.mkdir(parents=True, exist_ok=True)
         self._load()
 
@@ -101,12 +127,20 @@ class Engine:
         state = load_json(self.state_file, _STATE, "a health state file", STATE_MAX_BYTES)
         self.active = dict(state.active)
         self.drained = dict(state.drained)
+        self.orders = dict(state.orders)
+
+    def _write(self, path: Path, text: str) -> None:
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        tmp.write_text(text)
+        os.replace(tmp, path)
 
     def _save(self) -> None:
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"active": {fp: a.model_dump(mode="json") for fp, a in sorted(self.active.items())},
-                                   "drained": dict(sorted(self.drained.items()))}, indent=1, sort_keys=True))
-        os.replace(tmp, self.state_file)
+        if self.cfg.dry_run:
+            return
+        self._write(self.state_file, json.dumps({
+            "active": {fp: a.model_dump(mode="json") for fp, a in sorted(self.active.items())},
+            "drained": dict(sorted(self.drained.items())), "orders": dict(sorted(self.orders.items()))},
+            indent=1, sort_keys=True))
 
     def log(self, action: str, **fields: object) -> None:
         line = json.dumps({"t": round(time.time(), 3), "action": action, "dry_run": self.cfg.dry_run, **fields},
@@ -137,38 +171,88 @@ class Engine:
                 self.log("escalated", why=why)
             for note in d.notes:
                 self.log("note", why=note)
-            for item in d.work.values():
-                if order_path(self.cfg.state_dir / "workorders", item).exists():
-                    continue
-                if self.cfg.dry_run:
-                    self.log("would-write-work-order", kind=item.kind, subject=item.subject, why=item.why)
-                    continue
-                path = write_repair_order(self.cfg.state_dir / "workorders", self.idx, item)
-                if path is not None:
-                    self.log("work-order", kind=item.kind, subject=item.subject, why=item.why, path=str(path))
+            self._orders(d.work)
             self._drain(d.drains)
             self._resume(set(d.drains))
             self._save()
-            return {"drained": sorted(self.drained), "held": list(self.held), "active": len(self.active)}
+            return self.summary()
+
+    def summary(self) -> dict:
+        out = {"drained": sorted(self.drained), "held": list(self.held), "active": len(self.active),
+               "incidents": len(self.orders)}
+        if self.cfg.dry_run:
+            out["would_drain"] = sorted(self.would_drain)
+        return out
+
+    def _orders(self, wanted: dict[str, WorkItem]) -> None:
+        """One work order per incident: opened when a subject is first wanted, closed when no alert wants it."""
+        for subject in sorted(set(self.orders) - set(wanted)):
+            self.log("incident-closed", subject=subject, order=self.orders.pop(subject))
+        for subject, item in wanted.items():
+            if subject in self.orders:
+                continue
+            folder = self.cfg.state_dir / "workorders"
+            path = order_path(folder, item, time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+            n = 1
+            while path.exists():
+                n += 1
+                path = order_path(folder, item, f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{n}")
+            if self.cfg.dry_run:
+                self.log("would-write-work-order", kind=item.kind, subject=item.subject, why=item.why)
+            else:
+                write_repair_order(path, self.idx, item)
+                self.log("work-order", kind=item.kind, subject=item.subject, why=item.why, path=str(path))
+            self.orders[subject] = path.name
+
+    def _guard(self, new: dict[str, str], drained: int) -> str | None:
+        """Why this batch of new drains needs a human, or None."""
+        limit = int(self.cfg.max_drain_share * self.idx.node_count)
+        if drained + len(new) > limit:
+            return (f"would drain {len(new)} more nodes ({drained + len(new)} of {self.idx.node_count}, "
+                    f"over the {self.cfg.max_drain_share:.0%} share): a human must decide")
+        if len(new) > self.cfg.max_auto_drain:
+            return (f"would drain {len(new)} nodes at once, more than --max-auto-drain {self.cfg.max_auto_drain}: "
+                    "a human must decide")
+        return None
+
+    def _approved(self, batch: str) -> bool:
+        mark = self.cfg.state_dir / APPROVED_DIR / batch
+        if not mark.is_file():
+            return False
+        if not self.cfg.dry_run:
+            mark.unlink()
+        return True
 
     def _drain(self, wanted: dict[str, str]) -> None:
-        new = {n: r for n, r in sorted(wanted.items()) if n not in self.drained}
+        done = self.would_drain if self.cfg.dry_run else self.drained
+        new = {n: r for n, r in sorted(wanted.items()) if n not in done}
+        held_file = self.cfg.state_dir / HELD_FILE
         if not new:
             self.held = []
+            if not self.cfg.dry_run and held_file.exists():
+                held_file.unlink()
             return
-        limit = int(self.cfg.max_drain_share * self.idx.node_count)
-        if len(self.drained) + len(new) > limit:
-            msg = (f"would drain {len(new)} more nodes ({len(self.drained) + len(new)} of {self.idx.node_count}, "
-                   f"over the {self.cfg.max_drain_share:.0%} share): a human must decide")
-            if self.held != sorted(new):
-                self.log("held", why=msg, nodes=sorted(new))
-            self.held = sorted(new)
-            return
+        why = self._guard(new, len(done))
+        if why is not None:
+            batch = hashlib.sha256(json.dumps(new, sort_keys=True).encode()).hexdigest()[:12]
+            if self._approved(batch):
+                self.log("approved", batch=batch, nodes=sorted(new))
+            else:
+                if self.held != sorted(new):
+                    self.log("would-hold" if self.cfg.dry_run else "held", why=why, nodes=sorted(new), batch=batch,
+                             approve=f"railforge health approve --state-dir {shlex.quote(str(self.cfg.state_dir))} "
+                                     f"{batch}")
+                    if not self.cfg.dry_run:
+                        self._write(held_file, HeldBatch(id=batch, nodes=new, why=why).model_dump_json(indent=1))
+                self.held = sorted(new)
+                return
         self.held = []
+        if not self.cfg.dry_run and held_file.exists():
+            held_file.unlink()
         for node, reason in new.items():
             if self.cfg.dry_run:
                 self.log("would-drain", node=node, reason=reason)
-                self.drained[node] = reason
+                self.would_drain[node] = reason
                 continue
             try:
                 now = self.slurm.node(node)
@@ -181,7 +265,8 @@ class Engine:
             self.log("drain", node=node, reason=reason)
 
     def _resume(self, wanted: set[str]) -> None:
-        for node in sorted(set(self.drained) - wanted):
+        done = self.would_drain if self.cfg.dry_run else self.drained
+        for node in sorted(set(done) - wanted):
             if not self.cfg.dry_run:
                 try:
                     now = self.slurm.node(node)
@@ -190,14 +275,14 @@ class Engine:
                     continue
                 if now.drained and not now.reason.startswith(OURS):
                     self.log("left-to-human", node=node, reason=now.reason)
-                    del self.drained[node]
+                    del done[node]
                     continue
             ok, detail = self._node_check(node)
             if not ok:
                 self.log("resume-deferred", node=node, why=f"node check failed: {detail}")
                 continue
             if self.cfg.dry_run:
-                self.log("would-resume", node=node)
+                self.log("would-resume", node=node, check=detail)
             else:
                 try:
                     self.slurm.resume(node)
@@ -205,7 +290,7 @@ class Engine:
                     self.log("resume-failed", node=node, error=str(exc))
                     continue
                 self.log("resume", node=node, check=detail)
-            del self.drained[node]
+            del done[node]
 
     def _node_check(self, node: str) -> tuple[bool, str]:
         if not self.cfg.node_check:
@@ -245,7 +330,7 @@ def handler(engine: Engine, bucket: TokenBucket) -> type[BaseHTTPRequestHandler]
                 self._reply(200, {"ok": True})
             elif self.path == "/state":
                 with engine.lock:
-                    self._reply(200, {"drained": engine.drained, "held": engine.held, "active": len(engine.active)})
+                    self._reply(200, engine.summary())
             else:
                 self._reply(404, {"error": f"no such path {self.path[:100]!r}"})
 
@@ -289,7 +374,7 @@ def serve(engine: Engine, host: str, port: int, reconcile_every: float = 5.0,
 
     def tick() -> None:
         while not stop.wait(reconcile_every):
-            if engine.drained:
+            if engine.drained or engine.would_drain or engine.held:
                 engine.reconcile()
 
     threading.Thread(target=tick, daemon=True).start()
@@ -299,3 +384,22 @@ def serve(engine: Engine, host: str, port: int, reconcile_every: float = 5.0,
         server.serve_forever(poll_interval=0.2)
     finally:
         server.server_close()
+
+
+def approve(state_dir: Path, batch: str | None) -> HeldBatch:
+    """Approve the batch the receiver holds (`batch`: its id, as the `held` log line names it; None: whatever is
+    held now). Raises InputError when nothing is held or the id is another batch's."""
+    from railforge.inputs import InputError
+
+    path = state_dir / HELD_FILE
+    if not path.is_file():
+        raise InputError(path, "nothing is held for approval")
+    held = load_json(path, _HELD, "a held drain batch", STATE_MAX_BYTES)
+    if batch is not None and batch != held.id:
+        raise InputError(path, f"the held batch is {held.id}, not {batch!r} (it changed since: check it again)")
+    folder = state_dir / APPROVED_DIR
+    folder.mkdir(exist_ok=True)
+    tmp = folder / f".{held.id}.tmp-{os.getpid()}"
+    tmp.write_text(held.model_dump_json(indent=1))
+    os.replace(tmp, folder / held.id)
+    return held

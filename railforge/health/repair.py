@@ -1,9 +1,8 @@
 """A repair work order for what the receiver found broken, written with the change work-order machinery.
 
-One workbook per subject (a cable, a device or an SU), in the same columns a technician already follows
-for `railforge diff`: rack, U, device, port, port label, cable, far end, media, length and the rack
-elevation to look at. Written atomically; an existing order for the same subject is left as it is, so
-repeated alerts do not multiply paperwork.
+One workbook per incident of a subject (a cable, a device or an SU; the receiver opens and closes incidents), in
+the same columns a technician already follows for `railforge diff`: rack, U, device, port, port label, cable, far
+end, media, length and the rack elevation to look at. Written atomically.
 """
 
 from __future__ import annotations
@@ -21,8 +20,9 @@ from railforge.health.topology import HealthIndex
 SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
-def order_path(folder: Path, item: WorkItem) -> Path:
-    return folder / f"repair-{item.kind}-{SAFE.sub('_', item.subject)}.xlsx"
+def order_path(folder: Path, item: WorkItem, incident: str) -> Path:
+    """`repair-<kind>-<subject>-<incident>.xlsx`: one file per incident of the subject."""
+    return folder / f"repair-{item.kind}-{SAFE.sub('_', item.subject)}-{SAFE.sub('_', incident)}.xlsx"
 
 
 def _rows(idx: HealthIndex, item: WorkItem) -> list[tuple]:
@@ -44,13 +44,10 @@ def _rows(idx: HealthIndex, item: WorkItem) -> list[tuple]:
     return list(steps.sorted())
 
 
-def write_repair_order(folder: Path, idx: HealthIndex, item: WorkItem) -> Path | None:
-    """The order's path, or None when one for this subject already exists."""
-    path = order_path(folder, item)
-    if path.exists():
-        return None
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{path.name}.tmp-{os.getpid()}"
+def write_repair_order(path: Path, idx: HealthIndex, item: WorkItem) -> Path:
+    """Write the order for `item` at `path` (from `order_path`), atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.tmp-{os.getpid()}"
     try:
         wb = Workbook(tmp)
         wb.table("work-order", ORDER_COLUMNS, _rows(idx, item))

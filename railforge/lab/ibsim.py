@@ -130,8 +130,8 @@ class IbSim:
         log = open(self.workdir / "ibsim.log", "w")  # noqa: SIM115 - closed by the child's exit
         env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
         env["IBSIM_SOCKNAME"] = self.sockname
-        self.ibsim = subprocess.Popen(["ibsim", "-s", "-n", str(Path(net).resolve())], stdout=log,
-                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=self.workdir)
+        self.ibsim = subprocess.Popen(["ibsim", "-s", str(Path(net).resolve())], stdout=log, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.PIPE, env=env, cwd=self.workdir, text=True)
         log.close()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -144,8 +144,34 @@ class IbSim:
             time.sleep(0.1)
         raise SimError(f"ibsim did not answer within {timeout} s: {self._tail('ibsim.log')}")
 
-    def run(self, *cmd: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=self.env(), cwd=self.workdir, timeout=timeout)
+    def command(self, line: str, timeout: float = 5) -> str:
+        """One line on ibsim's console (`Unlink "su001-leaf-r0"[5]`, `ReLink ...`, `PerformanceSet "spine01"[3]
+        PortCounters.SymbolErrorCounter=50`); what ibsim answered. Its `#` lines are errors: SimError."""
+        if self.ibsim is None or self.ibsim.stdin is None or self.ibsim.poll() is not None:
+            raise SimError("ibsim is not running")
+        log = self.workdir / "ibsim.log"
+        start = log.stat().st_size
+        self.ibsim.stdin.write(line.strip() + "\n")
+        self.ibsim.stdin.flush()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with log.open(errors="replace") as fh:
+                fh.seek(start)
+                said = fh.read()
+            if "sim>" in said:
+                answer = said.split("sim>", 1)[0].strip()
+                errors = [x for x in answer.splitlines() if x.startswith("#")]
+                if errors:
+                    raise SimError(f"ibsim refused {line.strip()!r}: {'; '.join(errors)}")
+                return answer
+            time.sleep(0.05)
+        raise SimError(f"ibsim did not answer {line.strip()!r} within {timeout} s")
+
+    def run(self, *cmd: str, check: bool = True, timeout: float = 120,
+            host: str | None = None) -> subprocess.CompletedProcess:
+        """A diagnostic under umad2sim, attached at the SM host (or at node `host`: `<hostname> <hca>`)."""
+        env = self.env() if host is None else {**self.env(), "SIM_HOST": host}
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=self.workdir, timeout=timeout)
         if check and proc.returncode != 0:
             raise SimError(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
         return proc

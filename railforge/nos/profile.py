@@ -14,7 +14,9 @@ asks the profile, through the registry (`railforge.nos`), and never imports the 
 - the lab boots FRR from its generated file (`boot_config` through `lab_frr`), naming the kernel devices of its
   ports `kernel_ifname(port)` where the OS's port names are no Linux device names;
 - `railforge verify` reads its own LLDP table format (`lldp_table`);
-- work orders say how to load a changed file (`reload`).
+- work orders say how to load a changed file (`reload`);
+- the health build (`railforge/render/health.py`) lists a switch as a target of the exporters its OS runs and
+  expects from it only the series they produce (`telemetry`).
 
 Hooks are plain functions. A profile module imports its heavy modules inside them, so importing the registry
 (the spec does, at start-up) loads no renderer, and an OS module may use the plan, ZTP or verify types without
@@ -39,6 +41,14 @@ if TYPE_CHECKING:
 
 Kind = Literal["ethernet", "infiniband"]
 Fabric = Literal["compute", "storage", "oob"]
+Telemetry = Literal["frr", "node", "ibfabric"]
+"""Where railforge's health rules read a switch of an OS from:
+
+- `frr`: prometheus-frr-exporter on the switch, reading its FRR (`frr_bgp_peer_state`: its BGP sessions);
+- `node`: prometheus-node-exporter on the switch (`node_network_carrier`: its ports' netdevs);
+- `ibfabric`: nothing on the switch; its ports' state and error counters are read over the InfiniBand fabric
+  (`iblinkinfo`, `perfquery`) by the fabric scan a GPU node runs (`railforge/health/ibfabric.py`).
+"""
 
 
 class PlatformError(ValueError):
@@ -121,6 +131,8 @@ class NosProfile:
     `lab_frr(boot file)` is the FRR configuration the lab boots for the generated `boot_config` (TranslationError
     when it cannot); `kernel_ifname(port)` the Linux device name the lab gives a port whose OS name Linux cannot
     take (a `/`, or longer than 15 characters), as the OS itself names it in its kernel; None: the port name.
+    `telemetry`: where the health rules read a switch of this OS from (see `Telemetry`); an OS with none is
+    monitored by nothing railforge generates, so none of its sessions or ports is expected.
     """
 
     name: str
@@ -141,6 +153,7 @@ class NosProfile:
     lab_frr: Callable[[Path], str] | None = None
     kernel_ifname: Callable[[str], str] | None = None
     lldp_table: LldpTable | None = None
+    telemetry: tuple[Telemetry, ...] = ()
 
 
 def front_label(cage: int, sub: int, split: int) -> str:

@@ -2,12 +2,22 @@
 
 The plan's BGP sessions, cabled ports and devices are written as series for node-exporter's textfile
 collector (`health/expected.prom`), each carrying the cable label, SU, rail, tier and the leaf it hangs off.
-The alert rules (`health/rules.yml`) join those series against what `prometheus-frr-exporter`
-(`frr_bgp_peer_state`) and node-exporter (`node_network_carrier`) report, so their number does not grow with
-the cluster: a 100,000-GPU plan has the same rules as the 2-SU example, only a longer expected.prom.
-`health/targets/*.json` are file_sd target lists (management addresses of switches, in-band of nodes) whose
-`device` label is the plan's name, which is what the rules join on. `health/alertmanager.yml` routes to the
-remediation receiver and inhibits the small alerts a bigger one explains.
+The alert rules (`health/rules.yml`) join those series against what the exporters report, so their number does
+not grow with the cluster: a 100,000-GPU plan has the same rules as the 2-SU example, only a longer expected.prom.
+
+What is expected is what something railforge lists as a target can see, and nothing more: a switch is a target
+of the exporters its OS's profile says it runs (`NosProfile.telemetry`: prometheus-frr-exporter and node-exporter
+on SONiC and Cumulus, the InfiniBand fabric scan for MLNX-OS), a GPU node of node-exporter. So a session is
+expected at a switch's end only when that switch runs the FRR exporter, a port only when node-exporter (Ethernet)
+or the fabric scan (InfiniBand) reads it, an HCA port only on a node node-exporter runs on.
+`health/targets/*.json` are file_sd target lists (management address, or loopback, of switches; in-band
+address of nodes) whose `device` label is the plan's name, which is what the rules join on.
+`health/alertmanager.yml` routes to the remediation receiver and inhibits the small alerts a bigger one explains.
+
+InfiniBand: node-exporter's infiniband collector reads each HCA port (`node_infiniband_state_id`, error
+counters) on the nodes; the switches' ports are read over the fabric by `railforge/health/ibfabric.py`, which
+one GPU node runs on a timer into its node-exporter's textfile folder (`railforge_ib_port_state_id`,
+`railforge_ib_port_errors_total`); `railforge_expected_fabric_scan` names that node.
 """
 
 from __future__ import annotations
@@ -19,13 +29,22 @@ from pathlib import Path
 
 import jinja2
 
+from railforge import nos
 from railforge.formats.output import Output
+from railforge.plan.model import SWITCH_ROLES as ALL_SWITCH_ROLES
 from railforge.plan.model import Device, Link, Plan
+from railforge.plan.switch_model import build_models
 
-BGP_TIERS = ("leaf-spine", "spine-superspine", "storage-leaf-spine", "storage-spine-superspine")
 LINK_TIERS = ("node-leaf", "leaf-spine", "spine-superspine")
 SWITCH_ROLES = ("leaf", "spine", "superspine")
 EXPORTER_PORTS = {"frr": 9342, "node": 9100}
+# the InfiniBand error counters a bad cable or optic raises, as the fabric scan (PortCounters, perfquery's names) and
+# node-exporter's infiniband collector (the kernel's sysfs counters) name them; infiniband-diags' error_thresholds
+# file gives each the same default threshold, 10, which the rules use
+SWITCH_ERROR_COUNTERS = ("SymbolErrorCounter", "LinkErrorRecoveryCounter", "LinkDownedCounter", "PortRcvErrors",
+                         "LocalLinkIntegrityErrors", "ExcessiveBufferOverrunErrors")
+HCA_ERROR_COUNTERS = ("symbol_error", "link_error_recovery", "link_downed", "port_errors_received",
+                      "local_link_integrity_errors", "excessive_buffer_overrun_errors")
 TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates" / "health"),
     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
@@ -48,6 +67,7 @@ HELP = {
                                       "on unnumbered links).",
     "railforge_expected_link": "A planned cable end: this device's port is cabled to peer_device:peer_port.",
     "railforge_expected_device": "A device the plan expects; bisection_share: its share of its tier's uplinks.",
+    "railforge_expected_fabric_scan": "The node whose InfiniBand fabric scan reads the switches' ports.",
 }
 
 
@@ -59,18 +79,59 @@ def _s(value: int | str | None) -> str:
     return "" if value is None else str(value)
 
 
+def address(dev: Device) -> str | None:
+    """Where Prometheus reaches a device: a node's in-band (bond) address; a switch's management address, else
+    its loopback (OOB switches have no management port of their own)."""
+    cidr = (dev.bond.address if dev.bond else None) if dev.role == "node" else dev.mgmt_address or dev.loopback
+    return str(ip_interface(cidr).ip) if cidr else None
+
+
+def telemetry(dev: Device) -> tuple[str, ...]:
+    """The exporters a device runs for the health rules: node-exporter on a GPU node, its OS profile's on a switch."""
+    if dev.role == "node":
+        return ("node",)
+    profile = nos.find(dev.nos) if dev.role in ALL_SWITCH_ROLES else None
+    return profile.telemetry if profile is not None else ()
+
+
+def scan_host(plan: Plan) -> Device | None:
+    """The GPU node that scans an InfiniBand compute fabric (the first node node-exporter can be scraped on), or
+    None: not InfiniBand, no switch read by the scan, or no reachable node."""
+    if plan.cluster.fabric != "infiniband":
+        return None
+    if not any(d.fabric == "compute" and "ibfabric" in telemetry(d) for d in plan.devices):
+        return None
+    return next((d for d in plan.devices if d.fabric == "compute" and d.role == "node" and address(d)), None)
+
+
+def watched(plan: Plan) -> dict[str, frozenset[str]]:
+    """Device -> what reads it: the exporters it runs that Prometheus can reach (it has an address), and
+    `ibfabric` for a switch the fabric scan reads when some node runs the scan."""
+    scanning = scan_host(plan) is not None
+    out: dict[str, frozenset[str]] = {}
+    for dev in plan.devices:
+        seen = {t for t in telemetry(dev) if t in EXPORTER_PORTS and address(dev)}
+        if scanning and dev.fabric == "compute" and "ibfabric" in telemetry(dev):
+            seen.add("ibfabric")
+        if seen:
+            out[dev.name] = frozenset(seen)
+    return out
+
+
 class Expected:
-    """The expected-state series of one plan, in plan order (links, then devices): same plan, same bytes."""
+    """The expected-state series of one plan (sessions by switch, links, devices): same plan, same bytes."""
 
     def __init__(self, plan: Plan):
         self.plan = plan
         self.devices = plan.device_index()
-        self.ports = {(d.name, p.name): p for d in plan.devices for p in d.ports}
+        self.link_of = plan.link_index()
+        self.watch = watched(plan)
         self.cables: dict[str | tuple[str, str], int] = {}
+        self.kind = "infiniband" if plan.cluster.fabric == "infiniband" else "ethernet"
 
     def _leaf(self, link: Link) -> str:
         for end in (link.a, link.b):
-            if self.devices[end.device].role in ("leaf", "storage-leaf"):
+            if self.devices[end.device].role in ("leaf", "storage-leaf", "oob-leaf"):
                 return end.device
         return ""
 
@@ -81,26 +142,38 @@ class Expected:
         return [("cable", link.id), ("fabric", link.fabric), ("tier", link.tier), ("su", _s(link.su)),
                 ("rail", _s(link.rail)), ("leaf", self._leaf(link))]
 
-    def _peer_key(self, link: Link, far_device: str, far_port: str, local_port: str) -> str:
-        address = self.ports[(far_device, far_port)].address
-        return str(ip_interface(address).ip) if address else local_port
+    def _sees(self, device: str, what: str) -> bool:
+        return what in self.watch.get(device, ())
 
     def bgp_sessions(self) -> list[Series]:
+        """Each BGP neighbour of each switch whose FRR an exporter reads, as the switch configs name it (the
+        per-switch view they are rendered from); a session with no cable of its own (MLAG's peerlink) is left out."""
         out = []
-        for link in self.plan.links:
-            if link.tier not in BGP_TIERS:
-                continue
-            a, b = self.devices[link.a.device], self.devices[link.b.device]
-            if a.asn is None or b.asn is None:
-                continue
-            for near, far in ((link.a, link.b), (link.b, link.a)):
-                dev, peer = self.devices[near.device], self.devices[far.device]
+        for sw in build_models(self.plan, select=lambda name: self._sees(name, "frr")):
+            ports = {i.name: i for i in sw.interfaces}
+            for n in sw.neighbors:
+                iface = ports.get(n.interface)
+                if iface is None or iface.cable is None:
+                    continue
                 out.append(Series("railforge_expected_bgp_session", (
-                    ("device", near.device), ("port", near.port), ("role", dev.role),
-                    ("peer", self._peer_key(link, far.device, far.port, near.port)),
-                    ("peer_device", far.device), ("peer_port", far.port), ("peer_role", peer.role),
-                    *self._common(link))))
+                    ("device", sw.hostname), ("port", n.interface), ("role", sw.role), ("peer", n.key),
+                    ("peer_device", n.peer_name), ("peer_port", n.peer_port),
+                    ("peer_role", self.devices[n.peer_name].role), *self._common(self.link_of[iface.cable]))))
         return out
+
+    def _end_labels(self, device: Device, port: str) -> list[tuple[str, str]] | None:
+        """How this cable end is read, as labels; None when nothing reads it."""
+        if self.kind == "ethernet":
+            return [("kind", "ethernet")] if self._sees(device.name, "node") else None
+        if device.role == "node":
+            if not self._sees(device.name, "node"):
+                return None
+            hca = next((device.hca(p) for p in device.ports if p.name == port), "")
+            return [("kind", "infiniband"), ("hca", hca), ("ib_port", "1")]
+        if not self._sees(device.name, "ibfabric"):
+            return None
+        number = next(p.ib_number() for p in device.ports if p.name == port)
+        return [("kind", "infiniband"), ("ib_port", str(number))]
 
     def links(self) -> list[Series]:
         out = []
@@ -108,10 +181,14 @@ class Expected:
             if link.fabric != "compute" or link.tier not in LINK_TIERS:
                 continue
             for near, far in ((link.a, link.b), (link.b, link.a)):
+                dev = self.devices[near.device]
+                how = self._end_labels(dev, near.port)
+                if how is None:
+                    continue
                 out.append(Series("railforge_expected_link", (
-                    ("device", near.device), ("port", near.port), ("role", self.devices[near.device].role),
+                    ("device", near.device), ("port", near.port), ("role", dev.role),
                     ("peer_device", far.device), ("peer_port", far.port), ("node", self._node(link)),
-                    *self._common(link))))
+                    *self._common(link), *how)))
         return out
 
     def _share(self, dev: Device) -> str:
@@ -137,34 +214,37 @@ class Expected:
                 ("group", _s(dev.group)), ("bisection_share", self._share(dev)))))
         return out
 
+    def fabric_scan(self) -> list[Series]:
+        host = scan_host(self.plan)
+        return [] if host is None else [Series("railforge_expected_fabric_scan",
+                                               (("device", host.name), ("fabric", "compute")))]
+
     def text(self) -> str:
         lines = []
         for name, series in (("railforge_expected_bgp_session", self.bgp_sessions()),
                              ("railforge_expected_link", self.links()),
-                             ("railforge_expected_device", self.devices_series())):
+                             ("railforge_expected_device", self.devices_series()),
+                             ("railforge_expected_fabric_scan", self.fabric_scan())):
             lines += [f"# HELP {name} {HELP[name]}", f"# TYPE {name} gauge", *(s.line() for s in series)]
         return "\n".join(lines) + "\n"
 
 
-def _address(dev: Device) -> str | None:
-    cidr = (dev.bond.address if dev.bond else None) if dev.role == "node" else dev.mgmt_address
-    return str(ip_interface(cidr).ip) if cidr else None
-
-
 def targets(plan: Plan, exporter: str) -> str:
-    """file_sd list: one target per device that runs `exporter`, labelled with the plan's device name."""
-    roles = SWITCH_ROLES if exporter == "frr" else (*SWITCH_ROLES, "node")
+    """file_sd list: one target per device that runs `exporter` (a GPU node, or a switch whose OS profile lists
+    it) and has an address, labelled with the plan's device name, its role and fabric."""
     groups = []
     for dev in plan.devices:
-        addr = _address(dev)
-        if dev.fabric == "compute" and dev.role in roles and addr:
+        addr = address(dev)
+        if exporter in telemetry(dev) and addr:
             groups.append({"targets": [f"{addr}:{EXPORTER_PORTS[exporter]}"],
-                           "labels": {"device": dev.name, "role": dev.role}})
+                           "labels": {"device": dev.name, "fabric": dev.fabric, "role": dev.role}})
     return json.dumps(groups, indent=1, sort_keys=True) + "\n"
 
 
 def rules_text(plan: Plan) -> str:
-    return TEMPLATES.get_template("rules.yml.j2").render(cluster=plan.cluster.name)
+    return TEMPLATES.get_template("rules.yml.j2").render(cluster=plan.cluster.name,
+                                                         switch_error_counters=SWITCH_ERROR_COUNTERS,
+                                                         hca_error_counters=HCA_ERROR_COUNTERS)
 
 
 def alertmanager_text(plan: Plan, receiver_url: str = "http://127.0.0.1:9777/alerts") -> str:

@@ -1,7 +1,8 @@
 """The Ansible inventory, laid out so Ansible reads only what a run needs: a groups-only `hosts.yml`
 (switches and UFM carry just `ansible_host`), one `host_vars/<host>.json` per node and management host
 with its rails, bond, BMC and topology (Ansible tries JSON before YAML, so these load at JSON speed),
-and `group_vars/all/` split by topic. Also the Kubespray groups."""
+and `group_vars/all/` split by topic. Also the Kubespray groups, and on InfiniBand the `ib_fabric_scan` group: the
+one node that runs the fabric scan the health rules read the switches' ports from (`railforge/render/health.py`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import orjson
 from railforge.formats.output import Output
 from railforge.formats.yamlout import dumps
 from railforge.plan.model import Device, Plan
+from railforge.render.health import scan_host
 
 SWITCH_GROUPS = {
     "leaf": "compute_leaf", "spine": "compute_spine", "superspine": "compute_superspine",
@@ -59,6 +61,9 @@ def inventory_groups(plan: Plan) -> dict:
     children["etcd"] = {"hosts": _name_only(mgmt)}
     children["kube_node"] = {"children": {"nodes": None}}
     children["k8s_cluster"] = {"children": {"kube_control_plane": None, "kube_node": None}}
+    scanner = scan_host(plan)
+    if scanner is not None:
+        children["ib_fabric_scan"] = {"hosts": {scanner.name: None}}
     return {"all": {"children": children}}
 
 

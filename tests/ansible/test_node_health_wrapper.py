@@ -39,7 +39,8 @@ def installed(tmp_path_factory):
     wrapper = tmp / "railforge-node-health"
     extra = {"node_health_prefix": str(prefix), "node_health_config_dir": str(conf), "node_health_gpus": 8,
              "node_health_nvswitch": True, "node_health_mtu": 9000, "node_health_gpu_model": "A800",
-             "node_health_skip": [], "node_health_lldp_socket": str(tmp / "no-lldpd.socket")}
+             "node_health_skip": [], "node_health_lldp_socket": str(tmp / "no-lldpd.socket"),
+             "node_health_max_drain_share": 0.25}
     env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_LOCALHOST_WARNING": "0"}
     subprocess.run(["ansible", "localhost", "-c", "local", "-m", "ansible.builtin.template",
                     "-a", f"src={ROLE / 'templates' / 'railforge-node-health.sh.j2'} dest={wrapper} mode=0755",

@@ -81,3 +81,14 @@ def test_resolved_alerts_want_nothing(idx: HealthIndex) -> None:
     r = _rail(idx, "su001-gpu01", 0)
     d = decide(_alerts(alert("RailforgeNodeRailDown", status="resolved", cable=r.cable)), idx)
     assert d.drains == {} and d.work == {}
+
+
+def test_cable_errors_order_the_cable_and_a_dead_fabric_scan_drains_nothing(idx: HealthIndex) -> None:
+    """A degrading cable (RailforgeCableErrors, even on a node's rail) is a work order, not a drain; a fabric scan
+    that stopped is a note: monitoring is blind, no node is at fault."""
+    r = _rail(idx, "su001-gpu03", 0)
+    d = decide(_alerts(alert("RailforgeCableErrors", cable=r.cable, device=r.leaf, port=r.leaf_port),
+                       alert("RailforgeFabricScanDown", device="su001-gpu01")), idx)
+    assert d.drains == {}
+    assert [(w.kind, w.subject) for w in d.work.values()] == [("cable", r.cable)]
+    assert d.notes and "su001-gpu01" in d.notes[0] and not d.ignored

@@ -13,6 +13,10 @@ What runs (all stopped by PID in `stop()`):
   - one node-exporter in the root namespace serving the plan's expected.prom (textfile collector only);
   - prometheus (5 s scrape and rule evaluation) with the generated rules, and prometheus-alertmanager with
     the generated routing, its webhook pointed at the receiver's URL.
+
+`scrape_pages` is the other way in: Prometheus reads the generated `health/targets/*.json` itself (file_sd) and
+scrapes each target's page from a loopback HTTP server here (relabelled to it, `instance` kept as generated), so
+a whole cluster's targets can be scraped without one exporter process per device.
 """
 
 from __future__ import annotations
@@ -23,13 +27,24 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
+from datetime import UTC
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 TOOLS = ("prometheus", "promtool", "prometheus-alertmanager", "prometheus-frr-exporter", "prometheus-node-exporter")
+
+
+def _seconds(rfc3339: str) -> float:
+    """A Prometheus API time (`2026-11-28T10:19:03.897123456Z`, nanoseconds) as Unix seconds."""
+    from datetime import datetime
+
+    whole, _, frac = rfc3339.rstrip("Z").partition(".")
+    return datetime.fromisoformat(whole).replace(tzinfo=UTC).timestamp() + float(f"0.{frac or 0}")
 
 
 def free_port() -> int:
@@ -45,6 +60,8 @@ class Stack:
     targets: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # job -> [(device, port)]
     prom_port: int = 0
     am_port: int = 0
+    servers: list[ThreadingHTTPServer] = field(default_factory=list)
+    pages: dict[str, bytes] = field(default_factory=dict)  # scrape_pages: path -> page, replace one to change it
 
     def _log(self, name: str):
         return (self.workdir / "logs" / f"{name}.log").open("wb")
@@ -70,6 +87,9 @@ class Stack:
             self.procs[name] = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def stop(self) -> None:
+        for server in self.servers:
+            server.shutdown()
+            server.server_close()
         for proc in self.procs.values():
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -95,6 +115,10 @@ class Stack:
 
     def am_alerts(self) -> list[dict]:
         return self._get(self.am_port, "/api/v2/alerts?active=true&silenced=false&inhibited=false")
+
+    def _evaluated_twice(self, groups: list[dict], since: float) -> bool:
+        """Every rule group evaluated at least two intervals after `since` (Prometheus's time, in seconds)."""
+        return all(_seconds(g["lastEvaluation"]) - since >= 2 * g["interval"] for g in groups)
 
     def targets_up(self) -> tuple[int, int]:
         active = self._get(self.prom_port, "/api/v1/targets")["data"]["activeTargets"]
@@ -177,3 +201,85 @@ def tails(workdir: Path, lines: int = 8) -> str:
         text = log.read_text(errors="replace").splitlines()[-lines:]
         out.append(f"== {log.name}\n" + "\n".join(text))
     return "\n".join(out)
+
+
+def serve_pages(stack: Stack, pages: dict[str, bytes]) -> int:
+    """A loopback HTTP server answering GET <path> with pages[path] (text exposition format); its port."""
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: Prometheus scrapes thousands of targets through a few connections
+
+        def do_GET(self) -> None:  # noqa: N802
+            body = pages.get(self.path)
+            self.send_response(200 if body is not None else 404)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body or b"")))
+            self.end_headers()
+            self.wfile.write(body or b"")
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    stack.servers.append(server)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True).start()
+    return server.server_address[1]
+
+
+def scrape_pages(workdir: Path, health: Path, pages: dict[str, dict[str, str]], expected: str, rules: str,
+                 scrape_s: int = 10, timeout: float = 600) -> Stack:
+    """Prometheus with `rules`, scraping every target of the generated `health/targets/<job>.json` (file_sd, as a
+    site configures it) from `pages[job][device]` (a device without a page does not answer: 404), and the expected
+    state with honor_labels. Returns once every target has been scraped and the rules evaluated twice since (or
+    raises)."""
+    for sub in ("logs", "tsdb"):
+        (workdir / sub).mkdir(parents=True, exist_ok=True)
+    (workdir / "rules.yml").write_text(rules)
+    stack = Stack(workdir)
+    try:
+        served = {f"/{job}/{device}": text.encode() for job, by_device in pages.items() for device, text in
+                  by_device.items()}
+        stack.pages = {"/expected": expected.encode(), **served}
+        port = serve_pages(stack, stack.pages)
+        jobs = [{"job_name": "railforge-expected", "honor_labels": True, "metrics_path": "/expected",
+                 "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}]
+        for job in sorted(pages):
+            jobs.append({"job_name": job, "file_sd_configs": [{"files": [str(health / "targets" / f"{job}.json")]}],
+                         "relabel_configs": [
+                             {"source_labels": ["__address__"], "target_label": "instance"},
+                             {"source_labels": ["device"], "target_label": "__metrics_path__",
+                              "replacement": f"/{job}/$1"},
+                             {"target_label": "__address__", "replacement": f"127.0.0.1:{port}"}]})
+        stack.prom_port = free_port()
+        config = {"global": {"scrape_interval": f"{scrape_s}s", "evaluation_interval": f"{scrape_s}s",
+                             "scrape_timeout": f"{max(1, scrape_s - 1)}s"},
+                  "rule_files": [str(workdir / "rules.yml")], "scrape_configs": jobs}
+        (workdir / "prometheus.yml").write_text(json.dumps(config, indent=1))
+        check = subprocess.run(["promtool", "check", "config", str(workdir / "prometheus.yml")], capture_output=True,
+                               text=True)
+        if check.returncode != 0:
+            raise RuntimeError(f"promtool check config: {check.stdout}{check.stderr}")
+        stack.daemon("prometheus", ["prometheus", f"--config.file={workdir / 'prometheus.yml'}",
+                                    f"--storage.tsdb.path={workdir / 'tsdb'}",
+                                    f"--web.listen-address=127.0.0.1:{stack.prom_port}",
+                                    "--storage.tsdb.retention.time=2h"])
+        want = 1 + sum(len(json.loads((health / "targets" / f"{job}.json").read_text())) for job in pages)
+        deadline = time.monotonic() + timeout
+        scraped_at = None
+        while True:
+            with contextlib.suppress(OSError, KeyError, ValueError, IndexError):
+                if scraped_at is None:
+                    if stack.query(f"count(up) == {want}"):
+                        scraped_at = stack._get(stack.prom_port, "/api/v1/query?query=time()")["data"]["result"][1]
+                else:
+                    groups = stack._get(stack.prom_port, "/api/v1/rules")["data"]["groups"]
+                    if groups and stack._evaluated_twice(groups, float(scraped_at)):
+                        return stack
+            if time.monotonic() > deadline:
+                got = stack.query("count(up)") if stack.prom_port else []
+                raise RuntimeError(f"{want} targets not scraped and evaluated in {timeout:.0f} s ({got}):\n"
+                                   + tails(workdir))
+            time.sleep(2)
+    except BaseException:
+        stack.stop()
+        raise

@@ -30,7 +30,7 @@ from railforge.plan.model import Link, Plan
 from railforge.render.grafana import ALL, RATE, dashboards, encode, uid
 from railforge.render.health import rules_text
 from tests.conftest import ROOT, plan_of, require_tool
-from tests.render.test_health_rules import STEPS, _healthy_inputs, _series, _sessions
+from tests.render.test_health_rules import SESSION_TIERS, STEPS, _healthy_inputs, _series, _sessions
 
 SCHEMAS = ROOT / "tests" / "reference" / "grafana-foundation-sdk-11.6.0"
 NVIDIA_SMI = ROOT / "tests" / "reference" / "nvidia-smi"
@@ -246,7 +246,7 @@ def test_every_panel_shows_data_from_the_rules_and_exporters(plan: Plan, boards:
     devices = plan.device_index()
     ends = {tier: 2 * sum(1 for link in plan.links if link.tier == tier
                           and devices[link.a.device].asn is not None and devices[link.b.device].asn is not None)
-            for tier in ("leaf-spine", "storage-leaf-spine")}
+            for tier in SESSION_TIERS}
     query = {(t, r): _substitute(e) for t, r, e in targets(boards["fabric-overview"])}
     sick = _substitute(next(e for t, _r, e in targets(boards["su-rail"]) if t == "Nodes failing the node check"))
     gpu = _substitute(next(e for t, _r, e in targets(boards["su-rail"]) if t == "GPU findings"))
@@ -255,8 +255,7 @@ def test_every_panel_shows_data_from_the_rules_and_exporters(plan: Plan, boards:
               _exact(query[("Sessions established / planned, by tier", "B")],
                      {f'{{tier="{t}"}}': n for t, n in ends.items()}),
               _exact(query[("Sessions established / planned, by tier", "A")],
-                     {'{tier="leaf-spine"}': ends["leaf-spine"] - 2,
-                      '{tier="storage-leaf-spine"}': ends["storage-leaf-spine"]}),
+                     {f'{{tier="{t}"}}': n - 2 * (t == "leaf-spine") for t, n in ends.items()}),
               _exact(query[("Sessions down, by tier", "A")], {'{tier="leaf-spine"}': 2}),
               _exact(query[("BGP sessions down, by SU", "A")], {f'{{su="{uplink.su}"}}': 2}),
               _exact(query[("Cable ends without carrier, by tier", "A")], {'{tier="node-leaf"}': 1}),

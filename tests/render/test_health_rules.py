@@ -22,8 +22,10 @@ from tests.conftest import plan_of, require_tool
 
 NAME = "roce-a800-4nic"
 STEPS = 24  # 2 minutes of 5 s samples
+SESSION_TIERS = ("leaf-spine", "storage-leaf-spine", "oob-leaf-spine")  # the switch-to-switch tiers of this plan
 ALERTS = ("RailforgeFabricCableDown", "RailforgeNodeRailDown", "RailforgeLeafIsolated", "RailforgeSpineIsolated",
-          "RailforgeSuIsolated", "RailforgeCableMiswired", "RailforgeNodeCheckFailed", "RailforgeExporterDown")
+          "RailforgeSuIsolated", "RailforgeCableMiswired", "RailforgeNodeCheckFailed", "RailforgeExporterDown",
+          "RailforgeCableErrors", "RailforgeFabricScanDown")
 
 
 @pytest.fixture(scope="module")
@@ -51,10 +53,10 @@ def _addr(plan: Plan, device: str, port: str) -> str | None:
 
 def _sessions(plan: Plan) -> list[tuple[Link, str, str, str, str]]:
     """(link, device, port, peer, peer device) of each BGP session end, from the plan: compute uplinks are
-    numbered (FRR names the peer by address), storage ones unnumbered (FRR names it by the local port)."""
+    numbered (FRR names the peer by address), storage and OOB ones unnumbered (FRR names it by the local port)."""
     out = []
     for link in plan.links:
-        if link.tier not in ("leaf-spine", "storage-leaf-spine"):
+        if link.tier not in SESSION_TIERS:
             continue
         for near, far in ((link.a, link.b), (link.b, link.a)):
             out.append((link, near.device, near.port, _addr(plan, far.device, far.port) or near.port, far.device))
@@ -140,7 +142,7 @@ def test_rules_are_valid_and_fixed_in_number(plan: Plan, tmp_path: Path) -> None
     require_tool("promtool")
     (tmp_path / "rules.yml").write_text(rules_text(plan))
     proc = subprocess.run(["promtool", "check", "rules", "rules.yml"], cwd=tmp_path, capture_output=True, text=True)
-    assert proc.returncode == 0 and "SUCCESS: 18 rules found" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "SUCCESS: 25 rules found" in proc.stdout, proc.stdout + proc.stderr
     big = plan_of("roce-16k-railplane")
     assert rules_text(big).replace(big.cluster.name, NAME) == rules_text(plan)
     assert len(Expected(big).bgp_sessions()) > 10 * len(Expected(plan).bgp_sessions())
@@ -168,8 +170,8 @@ def test_node_rail_without_carrier_names_node_rail_and_cable(plan: Plan, tmp_pat
     link = plan.link_index()[rail.cable]
     expected = {"severity": "major", "blast_radius": "node-rail", "cable": rail.cable, "device": node.name,
                 "port": rail.ifname, "role": "node", "peer_device": rail.leaf, "peer_port": rail.leaf_port,
-                "node": node.name, "fabric": "compute", "tier": "node-leaf", "su": "1", "rail": str(rail.rail),
-                "leaf": rail.leaf}
+                "node": node.name, "fabric": "compute", "tier": "node-leaf", "kind": "ethernet", "su": "1",
+                "rail": str(rail.rail), "leaf": rail.leaf}
     assert link.b.device == rail.leaf and link.b.port == rail.leaf_port
     notes = {"RailforgeNodeRailDown": [{
         "summary": f"rail 2 of {node.name} is down: {node.name}:{rail.ifname} has no carrier (cable {rail.cable})",
@@ -197,7 +199,7 @@ def test_dead_leaf_is_one_leaf_alert_with_su_and_rail(plan: Plan, tmp_path: Path
         "RailforgeNodeRailDown": [
             {"severity": "major", "blast_radius": "node-rail", "cable": r.cable, "device": n.name, "port": r.ifname,
              "role": "node", "peer_device": leaf.name, "peer_port": r.leaf_port, "node": n.name, "fabric": "compute",
-             "tier": "node-leaf", "su": "1", "rail": "2", "leaf": leaf.name}
+             "tier": "node-leaf", "kind": "ethernet", "su": "1", "rail": "2", "leaf": leaf.name}
             for n in nodes for r in n.rails if r.leaf == leaf.name],
     }
     assert len(alerts["RailforgeNodeRailDown"]) == plan.cluster.nodes_per_su
@@ -245,7 +247,7 @@ def test_swapped_cable_seen_by_lldp_and_node_check_finding(plan: Plan, tmp_path:
         "RailforgeCableMiswired": [{"severity": "major", "blast_radius": "cable", "cable": r0.cable,
                                     "device": node.name, "port": r0.ifname, "role": "node", "peer_device": r0.leaf,
                                     "peer_port": r0.leaf_port, "node": node.name, "fabric": "compute",
-                                    "tier": "node-leaf", "su": "1", "rail": "0", "leaf": r0.leaf}],
+                                    "tier": "node-leaf", "kind": "ethernet", "su": "1", "rail": "0", "leaf": r0.leaf}],
         "RailforgeNodeCheckFailed": [{"severity": "major", "blast_radius": "node", "device": node.name,
                                       "component": "gpu"}],
     }
@@ -283,7 +285,7 @@ def test_a_wrong_join_or_label_fails_the_unit_tests(plan: Plan, tmp_path: Path, 
         ({"dark_ports": {(node.name, "rail1")}}, {"RailforgeNodeRailDown": [{
             "severity": "major", "blast_radius": "node-rail", "cable": node.rails[1].cable, "device": node.name,
             "port": "rail1", "role": "node", "peer_device": node.rails[1].leaf, "peer_port": node.rails[1].leaf_port,
-            "node": node.name, "fabric": "compute", "tier": "node-leaf", "su": "1", "rail": "1",
+            "node": node.name, "fabric": "compute", "tier": "node-leaf", "kind": "ethernet", "su": "1", "rail": "1",
             "leaf": node.rails[1].leaf}]}),
     ]
     results = []
@@ -304,8 +306,7 @@ def test_alertmanager_routing_is_accepted_by_amtool(plan: Plan, tmp_path: Path) 
 def test_same_plan_same_bytes(plan: Plan) -> None:
     assert Expected(plan).text() == Expected(plan_of(NAME)).text()
     text = Expected(plan).text()
-    assert text.count("railforge_expected_bgp_session{") == 2 * sum(
-        1 for lk in plan.links if lk.tier in ("leaf-spine", "storage-leaf-spine"))
+    assert text.count("railforge_expected_bgp_session{") == 2 * sum(1 for lk in plan.links if lk.tier in SESSION_TIERS)
     nodes = plan.devices_by_role("node")
     assert text.count("railforge_expected_link{") == 2 * sum(len(n.rails) for n in nodes) + 2 * sum(
         1 for lk in plan.links if lk.tier == "leaf-spine")

@@ -52,4 +52,5 @@ PROFILE = NosProfile(
     renderer=Renderer("nvue", "Cumulus Linux NVUE startup.yaml per Cumulus switch", write_configs),
     ztp=ZtpVariant(entry="cumulus-ztp.sh", option_name="cumulus-provision-url", files=ztp_files, option_code=239),
     lab_frr=lab_frr,
+    telemetry=("frr", "node"),
 )

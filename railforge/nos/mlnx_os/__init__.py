@@ -23,4 +23,5 @@ PROFILE = NosProfile(
     boot_config=None,
     reload="no per-switch change: reload OpenSM's files on the SM host",
     port_name=port_name,
+    telemetry=("ibfabric",),
 )

@@ -80,4 +80,5 @@ PROFILE = NosProfile(
     ztp=ZtpVariant(entry="ztp.json", option_name="boot-file-name", files=ztp_files),
     lab_frr=lab_frr,
     lldp_table=LldpTable("SONiC 'show lldp table'", parse_lldp_table),
+    telemetry=("frr", "node"),
 )
