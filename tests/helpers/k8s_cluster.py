@@ -31,6 +31,7 @@ API (see each method):
     cluster.kubectl("get", "nodes", "-o", "json")   # CompletedProcess; raises K8sHarnessError on failure
     cluster.wait_for(lambda: ..., timeout=30, what="pod Running")   # the first truthy value
     cluster.log_tail("kube-scheduler")   # the last lines of a component's log
+    cluster.spawn("kueue", [bin/"kueue", ...])      # a further process, logged and stopped like the others
     cluster.start_seconds                # seconds from start() to ready
 Two users on one machine pass different `prefix` (used in the work folder only: ports are free ones).
 """
@@ -329,6 +330,7 @@ class K8sCluster:
         self.procs: dict[str, subprocess.Popen] = {}
         self.logs = self.dir / "log"
         self.start_seconds = 0.0
+        self.nodes_ready_seconds = 0.0  # set by whoever registers nodes (tests/k8s/conftest.py)
         self.server = ""
         self.kubeconfig = self.dir / "admin.kubeconfig"
         self.pki: Pki | None = None
@@ -336,15 +338,22 @@ class K8sCluster:
 
     # ---- processes ------------------------------------------------------------------------------------------------
 
-    def _spawn(self, name: str, args: dict[str, str], positional: tuple[str, ...] = ()) -> None:
+    def _spawn(self, name: str, args: dict[str, str]) -> None:
         merged = {**args, **self.cfg.extra_args.get(name, {})}
-        binary = "kwok" if name == "kwok" else name
-        cmd = [str(self.bin / binary), *positional, *(f"--{k}={v}" for k, v in merged.items())]
+        self.spawn(name, [str(self.bin / name), *(f"--{k}={v}" for k, v in merged.items())])
+
+    def spawn(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Run a further process (Kueue, Volcano, a webhook ...) like the control plane's own: its output in
+        log/<name>.log, its command line in <name>.cmdline, stopped by PID in `stop()`; `wait_for` fails as soon
+        as it exits."""
+        if name in self.procs and self.procs[name].poll() is None:
+            raise K8sHarnessError(f"{name} is already running (pid {self.procs[name].pid})")
         (self.dir / f"{name}.cmdline").write_text(" ".join(cmd) + "\n")
-        log = (self.logs / f"{name}.log").open("ab")
-        self.procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            cwd=self.dir, start_new_session=True)
-        log.close()
+        with (self.logs / f"{name}.log").open("ab") as log:
+            self.procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                cwd=self.dir, start_new_session=True,
+                                                env=None if env is None else {**os.environ, **env})
+        return self.procs[name]
 
     def log_tail(self, name: str, lines: int = 40) -> str:
         try:
@@ -508,19 +517,29 @@ class K8sCluster:
 
     def stop(self) -> None:
         for name in reversed(list(self.procs)):
-            proc = self.procs[name]
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
+            self.terminate(name, wait=False)
         for name in reversed(list(self.procs)):
-            proc = self.procs[name]
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=15)
+            self.terminate(name)
         self.procs.clear()
+
+    def terminate(self, name: str, wait: bool = True) -> None:
+        """Stop one process by its PID (SIGTERM to its process group, SIGKILL after 15 s), e.g. kwok to make
+        every node stop heartbeating; `spawn` or a new cluster starts it again."""
+        proc = self.procs.get(name)
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        if not wait:
+            return
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=15)
+        del self.procs[name]
 
     # ---- clients --------------------------------------------------------------------------------------------------
 
