@@ -44,6 +44,9 @@ VERSIONS = [
     ("etcd", ("--version",), "controlplane", "go.etcd.io/etcd/server/v3", lambda v: f"etcd Version: {v[1:]}"),
     ("kwok", ("--version",), "kwok", "sigs.k8s.io/kwok", lambda v: v[1:]),
     ("pulumi", ("version",), "pulumi", "github.com/pulumi/pulumi/pkg/v3", lambda v: v),
+    ("vc-scheduler", ("--version",), "volcano", "volcano.sh/volcano", lambda v: f"Version: {v}"),
+    ("vc-controller-manager", ("--version",), "volcano", "volcano.sh/volcano", lambda v: f"Version: {v}"),
+    ("vc-webhook-manager", ("--version",), "volcano", "volcano.sh/volcano", lambda v: f"Version: {v}"),
 ]
 
 
