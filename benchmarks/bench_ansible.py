@@ -33,7 +33,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.bench_build import RAILPLANE, ladder_spec  # noqa: E402
-from railforge.render.yamlout import dumps  # noqa: E402
+from railforge.formats.yamlout import dumps
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "playbooks" / "site.yml"

@@ -33,7 +33,7 @@ TARGET_RATIO = 1.3
 
 def plain_read(path: Path):
     """plan.json as railforge read it before the strict reader: trusted, built by hand."""
-    from railforge import plan as p
+    from railforge.plan import model as p
 
     def device(x: dict) -> p.Device:
         x = dict(x)
@@ -87,7 +87,7 @@ def plain_read(path: Path):
 
 def one(reader: str, path: Path) -> float:
     """Seconds for one read by `reader`, in this (fresh) process."""
-    from railforge.planio import read_plan
+    from railforge.plan.io import read_plan
 
     if reader == "plain-gc-paused":
         gc.disable()
@@ -99,7 +99,7 @@ def one(reader: str, path: Path) -> float:
 
 
 def write_plan_of(spec: Path, folder: Path) -> Path:
-    from railforge.planio import write_plan
+    from railforge.plan.io import write_plan
     from railforge.planner import build_plan
     from railforge.spec import load_spec
 
@@ -118,7 +118,7 @@ def in_fresh_process(reader: str, path: Path) -> float:
 
 def same_plan(path: Path) -> bool:
     """The strict reader and the plain one give the same plan (the comparison is of equal work)."""
-    from railforge.planio import read_plan
+    from railforge.plan.io import read_plan
 
     return read_plan(path) == plain_read(path)
 

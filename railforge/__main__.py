@@ -1,3 +1,3 @@
-from railforge.entry import main
+from railforge.cli.entry import main
 
 main()

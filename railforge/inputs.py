@@ -205,6 +205,21 @@ def is_control(ch: str) -> bool:
     return ch < " " or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co")
 
 
+def plain(value: object, newlines: bool = False) -> str:
+    """`value` as text with every control, format and separator character written as its escape (`\\x1b`,
+    `\\u202e`); `newlines` keeps line breaks (a message of several lines of our own)."""
+    text = str(value)
+    if text.isprintable() and text.isascii():
+        return text
+    out = []
+    for ch in text:
+        if (ch == "\n" and newlines) or not is_control(ch):
+            out.append(ch)
+        else:
+            out.append(repr(ch)[1:-1] if ch not in "\\'\"" else ch)
+    return "".join(out)
+
+
 def _plain(text: str) -> str:
     if (ch := control_char(text)) is not None:
         raise ValueError(f"holds the control character {ch!r}; a name is one line of printable text")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 from railforge.planner import build_plan
 from railforge.spec import load_spec
 
@@ -26,7 +26,7 @@ def plan_of(name: str) -> Plan:
 
 
 def run_cli(*args: str, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-c", "from railforge.cli import app; app()", *args]
+    cmd = [sys.executable, "-c", "from railforge.cli.main import app; app()", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=ROOT)
     if check and proc.returncode != 0:
         raise AssertionError(f"railforge {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from railforge.output import Output
-from railforge.parallel import WorkerFailed, jobs_for, render_parallel
-from railforge.plan import Plan
+from railforge.cli.parallel import WorkerFailed, jobs_for, render_parallel
+from railforge.formats.output import Output
+from railforge.plan.model import Plan
 from railforge.planner import build_plan
 from railforge.render import Family
 from railforge.spec import load_spec

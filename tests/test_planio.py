@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from railforge import planio
 from railforge.inputs import InputError
-from railforge.planio import parse_plan, write_plan
+from railforge.plan import io as planio
+from railforge.plan.io import parse_plan, write_plan
 from railforge.planner import build_plan
 from railforge.spec import load_spec
 from tests.conftest import ROOT

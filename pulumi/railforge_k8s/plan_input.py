@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pulumi.errors import RunError
 
-SUPPORTED_SCHEMA_VERSION = 1
+SUPPORTED_SCHEMA_VERSIONS = (1, 2)  # 2 renamed fields of switches (platform, hwsku) this stack does not read
 
 
 class PlanError(ValueError, RunError):
@@ -149,8 +149,9 @@ def _qos(data: dict) -> tuple[QosLevel, ...]:
 
 def parse_plan(data: dict) -> PlanInput:
     version = data.get("schema_version")
-    if version != SUPPORTED_SCHEMA_VERSION:
-        raise PlanError(f"plan.json schema_version {version!r}: this stack reads {SUPPORTED_SCHEMA_VERSION}")
+    if version not in SUPPORTED_SCHEMA_VERSIONS:
+        raise PlanError(f"plan.json schema_version {version!r}: this stack reads "
+                        f"{' or '.join(map(str, SUPPORTED_SCHEMA_VERSIONS))}")
     pod_networks = [
         PodNetwork(
             rail=int(n["rail"]),

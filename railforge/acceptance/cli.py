@@ -15,7 +15,6 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from railforge import outdir
 from railforge.acceptance import document, ecmppin, jobs, labrun
 from railforge.acceptance.analysis import Analysis, analyse
 from railforge.acceptance.ibroutes import TraceError
@@ -27,8 +26,9 @@ from railforge.acceptance.thresholds import Durations
 from railforge.acceptance.workorder import write_suspect_work_order
 from railforge.lab.scope import ScopeError, lab_topology
 from railforge.lab.state import load_state
-from railforge.plan import Plan
-from railforge.render.tables import PlanIndex
+from railforge.plan import outdir
+from railforge.plan.model import Plan
+from railforge.plan.tables import PlanIndex
 
 acceptance_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 ClusterArg = Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")]

@@ -17,7 +17,7 @@ from railforge.acceptance.paths import Path as TestPath
 from railforge.acceptance.paths import Paths, flows_for, unreachable
 from railforge.acceptance.rounds import Bound, Test, bound, plan_rounds
 from railforge.acceptance.thresholds import Durations, thresholds
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 
 KIND = "railforge-acceptance-plan"
 VERSION = 1

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from railforge.lab.scope import LabTopology, lab_topology
 from railforge.lab.shell import in_ns
 from railforge.lab.state import load_state
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 
 MAX_HOPS = 6
 # Policy 1 (L4) short-circuits to the packet's own hash when it has one, and a TCP packet from a host namespace

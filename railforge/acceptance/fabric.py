@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from railforge.plan import Device, Link, Plan
+from railforge.plan.model import Device, Link, Plan
 
 UPPER_TIERS = ("leaf-spine", "spine-superspine")
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from railforge.acceptance.fabric import Fabric, Nic
 from railforge.acceptance.lft import Lfts
 from railforge.acceptance.rounds import Test, pairing_classes
-from railforge.plan import Link, Plan
+from railforge.plan.model import Link, Plan
 from railforge.verify.ibnet import device_of
 
 MAX_HOPS = 8

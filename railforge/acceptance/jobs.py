@@ -12,11 +12,11 @@ from pathlib import Path
 
 import jinja2
 
-from railforge import outdir
 from railforge.acceptance.document import AcceptancePlan, dumps
+from railforge.plan import outdir
 
 TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("railforge.render", "templates/acceptance"),
+    loader=jinja2.PackageLoader("railforge.acceptance", "templates"),
     undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
 PERFTEST_PORT = 18515
 ROCE_GID_INDEX = 3  # RoCEv2 over IPv4 on ConnectX with the default GID table; set per site if it differs

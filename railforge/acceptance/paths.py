@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from railforge.acceptance.fabric import Fabric
 from railforge.acceptance.rounds import Test
-from railforge.plan import Link
+from railforge.plan.model import Link
 
 MAX_FLOWS = 1024
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from railforge.lab.scope import LabTopology
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 
 
 def restrict(plan: Plan, topo: LabTopology) -> Plan:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 
 RDMA_EFFICIENCY = 0.9
 NCCL_NIC_EFFICIENCY = 0.96

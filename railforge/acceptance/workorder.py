@@ -10,8 +10,8 @@ from pathlib import Path
 
 from railforge.acceptance.analysis import Analysis
 from railforge.change.workorder import ORDER_COLUMNS, PHASES, Steps
-from railforge.plan import Plan
-from railforge.render.xlsx import Workbook
+from railforge.formats.xlsx import Workbook
+from railforge.plan.model import Plan
 
 SUSPECT_COLUMNS = ("rank", "cable", "slow_paths", "lowest_gbps", "tests")
 

@@ -11,14 +11,15 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from railforge import outdir, show
 from railforge.baremetal.files import BootOptions, boot_files
 from railforge.baremetal.hostmacs import TEMPLATE, HostMacError, read_host_macs
 from railforge.baremetal.identity import identities
 from railforge.baremetal.tree import write_boot_tree
+from railforge.cli import show
 from railforge.inputs import is_control, shown
-from railforge.outdir import BuildError
-from railforge.ztp.credentials import CredentialError, load_credentials
+from railforge.plan import outdir
+from railforge.plan.outdir import BuildError
+from railforge.provision.credentials import CredentialError, load_credentials
 
 boot_app = typer.Typer(no_args_is_help=True, help=__doc__)
 IMAGES = {"stateless": ("vmlinuz", "initrd.img"), "installer": ("linux", "initrd.gz")}

@@ -26,8 +26,8 @@ import jinja2
 
 from railforge.baremetal.hostmacs import TEMPLATE
 from railforge.baremetal.identity import BootIdentity
-from railforge.ztp.credentials import Credentials
-from railforge.ztp.render import SECRET_MODE, ZtpFile
+from railforge.provision.credentials import Credentials
+from railforge.provision.served import SECRET_MODE, ServedFile
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.PackageLoader("railforge.baremetal", "templates"),
@@ -88,16 +88,16 @@ def preseed(i: BootIdentity, opts: BootOptions, creds: Credentials) -> str:
         late_command=_late_command(creds))
 
 
-def boot_files(ids: list[BootIdentity], opts: BootOptions, creds: Credentials) -> list[ZtpFile]:
+def boot_files(ids: list[BootIdentity], opts: BootOptions, creds: Credentials) -> list[ServedFile]:
     """boot.ipxe, one script per host with a boot MAC, and a preseed per installer host."""
-    files = [ZtpFile("boot/boot.ipxe", TEMPLATES.get_template("boot.ipxe.j2").render(
+    files = [ServedFile("boot/boot.ipxe", TEMPLATES.get_template("boot.ipxe.j2").render(
         server=opts.server, template=TEMPLATE))]
     for i in sorted(ids, key=lambda x: x.host):
         if not i.boot_mac:
             continue
-        files.append(ZtpFile(host_script_path(i), TEMPLATES.get_template(f"{i.target}.ipxe.j2").render(
+        files.append(ServedFile(host_script_path(i), TEMPLATES.get_template(f"{i.target}.ipxe.j2").render(
             i=i, server=opts.server, cmdline=cmdline(i, opts))))
         if i.target == "installer":
-            files.append(ZtpFile(f"boot/preseed/{i.host}.cfg", preseed(i, opts, creds),
+            files.append(ServedFile(f"boot/preseed/{i.host}.cfg", preseed(i, opts, creds),
                                  SECRET_MODE if creds.admin_password_hash else 0o644))
     return files

@@ -5,7 +5,7 @@ The reader takes the filled-in file back and rejects it as a whole, one FILE:LIN
 a malformed or repeated MAC (across both MAC columns and every row), an unknown or repeated host, a boot MAC on a
 host that has no in-band bond to boot from, an unknown boot target, an unprintable serial. Hand-written beside
 `railforge.ztp.macs` (switches) rather than inside it: the rows, columns and checks differ, only the MAC grammar
-is shared.
+is shared (`railforge.provision.macs`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from railforge.plan import Plan
+from railforge.plan.model import Plan
+from railforge.provision.macs import normalise_mac
 from railforge.render.host_macs import COLUMNS, TEMPLATE, boot_nic, hosts
-from railforge.ztp.macs import normalise_mac
 
 __all__ = ["COLUMNS", "TEMPLATE", "HostId", "HostMacError", "boot_nic", "hosts", "read_host_macs"]
 

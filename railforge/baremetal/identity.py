@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ipaddress import ip_interface
 
 from railforge.baremetal.hostmacs import HostId, boot_nic, hosts
-from railforge.plan import Device, Plan
+from railforge.plan.model import Device, Plan
 
 BOOT_MODE = "uefi"
 

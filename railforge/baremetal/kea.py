@@ -12,7 +12,8 @@ from __future__ import annotations
 from ipaddress import ip_interface
 
 from railforge.baremetal.identity import BootIdentity
-from railforge.ztp.render import DhcpOptions, ZtpError, subnet_id, url
+from railforge.provision.dhcp import DhcpError, DhcpOptions, subnet_id
+from railforge.provision.served import url
 
 IPXE_CLASS = "railforge-ipxe"
 UEFI_CLASS = "railforge-uefi-pxe"
@@ -52,7 +53,7 @@ def join_hosts(config: dict, ids: list[BootIdentity], opts: DhcpOptions, oob: di
         if i.bmc_mac:
             net = str(ip_interface(i.bmc_address).network)
             if net not in oob:
-                raise ZtpError(f"{i.host}: BMC address {i.bmc_address} is on no OOB leaf subnet of the plan")
+                raise DhcpError(f"{i.host}: BMC address {i.bmc_address} is on no OOB leaf subnet of the plan")
             wanted.append((net, oob[net], i.bmc_mac, {"hostname": f"{i.host}-bmc", "ip-address": i.bmc_ip,
                                                       "user-context": _context(i, "bmc")}))
         if i.boot_mac and i.boot_address and i.boot_gateway:

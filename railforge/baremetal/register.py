@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from railforge.baremetal.hostmacs import TEMPLATE
 from railforge.baremetal.identity import BootIdentity
-from railforge.ztp.macs import normalise_mac
+from railforge.provision.macs import normalise_mac
 
 MAX_BODY = 4096
 RATE = 10  # reports per source address per minute

@@ -8,12 +8,12 @@ import os
 import shutil
 from pathlib import Path
 
-from railforge.ztp.render import ZtpFile
+from railforge.provision.served import ServedFile
 
 GENERATED = ("boot.ipxe", "hosts", "preseed")
 
 
-def write_boot_tree(generated: Path, files: list[ZtpFile]) -> None:
+def write_boot_tree(generated: Path, files: list[ServedFile]) -> None:
     root = generated / "boot"
     root.mkdir(parents=True, exist_ok=True)
     stage = root / f".staging-{os.getpid()}"

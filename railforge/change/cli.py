@@ -9,11 +9,11 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from railforge import show
-from railforge.args import ArgumentError, check_path
 from railforge.change.compare import ChangeSet, Item, compare_sides
 from railforge.change.sides import ChangeInputError, check_comparable, read_side
 from railforge.change.workorder import write_work_order
+from railforge.cli import show
+from railforge.cli.args import ArgumentError, check_path
 from railforge.inputs import InputError
 
 PlanArg = Annotated[Path, typer.Argument(help="build folder (with plan.json) or a plan.json file")]

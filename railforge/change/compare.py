@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from railforge.change.sides import Side
-from railforge.plan import Device, Link, Plan
+from railforge.plan.model import Device, Link, Plan
 
 ADDED, CONFIG = "added", "reload"
 BREAKING = ("removed", "renumbered", "re-labelled", "re-cabled", "moved", "changed")

@@ -7,11 +7,11 @@ import io
 from collections import Counter
 from pathlib import Path
 
-from railforge import outdir
 from railforge.change.compare import compare
 from railforge.change.sides import ChangeInputError, read_side
-from railforge.plan import Plan
-from railforge.planio import write_plan
+from railforge.plan import outdir
+from railforge.plan.io import write_plan
+from railforge.plan.model import Plan
 
 EXAMPLES = 5
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from railforge import outdir
 from railforge.inputs import MiB, read_bytes
-from railforge.outdir import PlanFileError
-from railforge.plan import Plan
+from railforge.plan import outdir
+from railforge.plan.model import Plan
+from railforge.plan.outdir import PlanFileError
 
 CONFIG_MAX_BYTES = 64 * MiB
 

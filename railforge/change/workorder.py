@@ -16,10 +16,10 @@ from pathlib import Path
 
 from railforge import nos
 from railforge.change.compare import ADDED, CONFIG, ChangeSet, Item
-from railforge.plan import Device, Link, Plan
+from railforge.formats.xlsx import Workbook
+from railforge.plan.model import Device, Link, Plan
+from railforge.plan.tables import PlanIndex, speed_label
 from railforge.render.elevations import elevation_file
-from railforge.render.tables import PlanIndex, speed_label
-from railforge.render.xlsx import Workbook
 
 ORDER_COLUMNS = ("step", "phase", "action", "rack", "u", "device", "port", "port_label", "cable",
                  "to_rack", "to_u", "to_device", "to_port", "to_port_label", "speed", "media", "length_m",

@@ -9,12 +9,13 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from railforge import outdir, show
+from railforge.cli import show
 from railforge.health.decide import Policy
 from railforge.health.receiver import Engine, ReceiverConfig, serve
 from railforge.health.slurm import Scontrol
 from railforge.health.topology import HealthIndex
 from railforge.inputs import InputError
+from railforge.plan import outdir
 
 health_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 

@@ -14,9 +14,9 @@ import re
 from pathlib import Path
 
 from railforge.change.workorder import ORDER_COLUMNS, Steps
+from railforge.formats.xlsx import Workbook
 from railforge.health.decide import WorkItem
 from railforge.health.topology import HealthIndex
-from railforge.render.xlsx import Workbook
 
 SAFE = re.compile(r"[^A-Za-z0-9._-]")
 

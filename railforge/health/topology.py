@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from railforge.plan import Device, Link, Plan
+from railforge.plan.model import Device, Link, Plan
 
 
 @dataclass(slots=True)

@@ -18,16 +18,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from railforge import outdir, show
 from railforge.change.compare import compare as compare_plans
+from railforge.cli import show
 from railforge.inputs import InputError
 from railforge.lab import checks, daemons, fabric, failure, hitless, ibsim, runner
 from railforge.lab.scope import LabTopology, ScopeError, lab_topology, parse_sus
 from railforge.lab.shell import CommandError, ns_pids
 from railforge.lab.state import LabState, load_state
-from railforge.outdir import BuildError
-from railforge.outdir import load as load_generated_plan
-from railforge.plan import Plan
+from railforge.plan import outdir
+from railforge.plan.model import Plan
+from railforge.plan.outdir import BuildError
+from railforge.plan.outdir import load as load_generated_plan
 from railforge.render import ibnetdiscover
 from railforge.verify.cabling import compare
 from railforge.verify.cli import report_table

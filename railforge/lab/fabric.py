@@ -7,7 +7,7 @@ from ipaddress import ip_interface
 from railforge.lab.scope import LabTopology
 from railforge.lab.shell import ip, ip_batch, run, sysctl
 from railforge.lab.state import LabState
-from railforge.plan import Device, Link
+from railforge.plan.model import Device, Link
 
 LOOPBACK = "Loopback0"
 RULE_PRIORITY_BASE = 1000  # as the rails role: priority = base + rail

@@ -17,7 +17,7 @@ from railforge.lab import checks, daemons
 from railforge.lab.scope import FABRIC_TIERS, LabTopology, ScopeError
 from railforge.lab.shell import batch
 from railforge.lab.state import LabState
-from railforge.plan import Link
+from railforge.plan.model import Link
 
 HOW = ("silent", "down")
 

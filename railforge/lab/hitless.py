@@ -18,11 +18,11 @@ from pathlib import Path
 
 from railforge.lab import daemons, fabric
 from railforge.lab.checks import ping_pairs
-from railforge.lab.runner import config_file, frr_text
+from railforge.lab.runner import frr_text
 from railforge.lab.scope import LabTopology
 from railforge.lab.shell import CommandError, in_ns, ip, ip_batch, run
 from railforge.lab.state import LabState
-from railforge.plan import Device
+from railforge.plan.model import Device
 
 FRR_RELOAD = Path("/usr/lib/frr/frr-reload.py")
 PING_INTERVAL_S = 0.05
@@ -164,7 +164,7 @@ def add_devices(state: LabState, old: LabTopology, new: LabTopology, configs: Pa
                 announce(state, dev.name, new.ports_of(dev.name))
     new_switches = [d.name for d in sub.switches]
     for sw in sub.switches:
-        daemons.start_frr(state, new.ns(sw.name), sw.name, frr_text(config_file(configs, sw)))
+        daemons.start_frr(state, new.ns(sw.name), sw.name, frr_text(configs, sw))
     daemons.boot_frr(state, new_switches)
     for dev in added:
         daemons.start_lldpd(state, new.ns(dev.name), dev.name, new.ports_of(dev.name))
@@ -209,7 +209,7 @@ def replace_switch(state: LabState, topo: LabTopology, name: str, configs: Path)
         far = link.b if link.a.device == name else link.a
         far_dev = next(x for x in topo.devices() if x.name == far.device)
         fabric.configure_ports(topo, far_dev, {far.port})
-    daemons.start_frr(state, ns, name, frr_text(config_file(configs, dev)))
+    daemons.start_frr(state, ns, name, frr_text(configs, dev))
     daemons.boot_frr(state, [name])
     daemons.start_lldpd(state, ns, name, topo.ports_of(name))
     state.save()

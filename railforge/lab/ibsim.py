@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from railforge.plan import Plan
+from railforge.plan.model import Plan
+from railforge.plan.switch_model import build_models
 from railforge.render import ibnetdiscover, opensm
-from railforge.render.switch_model import build_models
 
 UMAD2SIM = next((str(p) for p in sorted(Path("/usr/lib").glob("*/umad2sim/libumad2sim.so"))),
                 "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so")

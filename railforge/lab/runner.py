@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from railforge import nos
-from railforge.lab import daemons, fabric, nvue
+from railforge.lab import daemons, fabric
 from railforge.lab.memory import memory_problems
 from railforge.lab.scope import LabTopology
 from railforge.lab.shell import ip, namespaces
 from railforge.lab.state import LabState, load_state, run_dir
-from railforge.plan import Device
+from railforge.nos.profile import TranslationError
+from railforge.plan.model import Device
 
 Log = Callable[[str], None]
 
@@ -51,8 +52,8 @@ def preflight(topo: LabTopology, configs: Path) -> dict[str, str]:
     if problems:
         raise LabError("; ".join(problems))
     try:
-        return {name: frr_text(conf) for name, conf in confs.items()}
-    except nvue.NvueError as exc:
+        return {sw.name: frr_text(configs, sw) for sw in topo.switches}
+    except TranslationError as exc:
         raise LabError(str(exc)) from None
 
 
@@ -82,9 +83,12 @@ def config_file(configs: Path, switch: Device) -> Path:
     return configs / switch.name / boot
 
 
-def frr_text(conf: Path) -> str:
-    """The generated frr.conf as it is, or the one NVUE would write from a Cumulus startup.yaml."""
-    return nvue.frr_conf_text(conf) if conf.name == "startup.yaml" else conf.read_text()
+def frr_text(configs: Path, switch: Device) -> str:
+    """The FRR configuration a lab switch boots: its OS profile's translation (`lab_frr`) of its generated file."""
+    boot = nos.profile(switch.nos).lab_frr
+    if boot is None:
+        raise ValueError(f"{switch.name} runs {switch.nos}, which the lab does not boot")
+    return boot(config_file(configs, switch))
 
 
 def up(topo: LabTopology, configs: Path, options: dict, log: Log) -> tuple[LabState, UpTimings]:

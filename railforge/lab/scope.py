@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from railforge.plan import Device, Link, Plan
+from railforge.plan.model import Device, Link, Plan
 
 FABRIC_TIERS = ("leaf-spine", "spine-superspine")
 LAB_TIERS = ("node-leaf", *FABRIC_TIERS)

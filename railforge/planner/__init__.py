@@ -7,12 +7,12 @@ from fractions import Fraction
 
 from railforge import nos
 from railforge.hardware.catalog import merged_catalog, ports_at, splitter_parts, twin_parts
-from railforge.ipam import AsnRange, PoolExhausted, PrefixPool, check_overlaps
-from railforge.plan import ClusterSummary, DeviceType, NodeTopology, Plan, Qos, Reliability, Tenant
+from railforge.nos.profile import PlanRefused
+from railforge.plan.model import ClusterSummary, DeviceType, NodeTopology, Plan, Qos, Reliability, Tenant
 from railforge.planner import compute, layout, oob, slurm, storage
 from railforge.planner.checks import check_plan
 from railforge.planner.context import BuildContext
-from railforge.planner.sonic_qos import check_lossless_priority
+from railforge.planner.ipam import PoolExhausted, PrefixPool, check_overlaps
 from railforge.spec.loader import LineMap
 from railforge.spec.models import ClusterSpec
 
@@ -52,28 +52,16 @@ def _build(ctx: BuildContext) -> Plan:
 
     cd = compute.design(ctx)
     sus, slots = spec.scalable_units.count, spec.scalable_units.nodes_per_su
-    if cd.ethernet:
-        ctx.asns["compute"] = AsnRange("compute", spec.addressing.asn.compute,
-                                       1 + (cd.groups if cd.three else 0) + cd.leaves_max, "compute fabric")
     compute.build(ctx, cd)
 
     sd = storage.design(ctx, slots, cd.max_sus)
-    ctx.asns["storage"] = AsnRange("storage", spec.addressing.asn.storage,
-                                   1 + sd.clos.groups + sd.clos.leaves_max, "storage / in-band fabric")
-    compute_loops = cd.leaves_max + cd.spines_max + cd.superspines_max if cd.ethernet else 0
-    compute_p2p = 0
-    if cd.ethernet and spec.compute.uplinks == "numbered":
-        compute_p2p = 2 * (cd.leaves_max * cd.uplinks + cd.spines_max * (cd.three.spine_up if cd.three else 0))
-    storage.build(ctx, sd, sus, slots, compute_loops, compute_p2p)
+    storage.build(ctx, sd, sus, slots)
 
     core_counts = {"superspine": cd.superspines_max, "spine": cd.spines_max,
                    "storage-superspine": sd.clos.superspines_max, "storage-spine": sd.clos.spines_max,
                    "mgmt": spec.management.servers, "storage-leaf": sd.per_pair}
     od = oob.design(ctx, cd.max_sus, slots, cd.rails, sd.pairs_per_unit * sd.per_pair, core_counts)
-    ctx.asns["oob"] = AsnRange("oob", spec.addressing.asn.oob, 1 + od.clos.groups + od.clos.leaves_max,
-                               "OOB fabric")
-    oob.build(ctx, od, sus, slots, cd.rails,
-              compute_loops + sd.clos.leaves_max + sd.clos.spines_max + sd.clos.superspines_max)
+    oob.build(ctx, od, sus, slots, cd.rails)
     _check_asns(ctx)
 
     heights = {
@@ -103,8 +91,8 @@ def _build(ctx: BuildContext) -> Plan:
             dev.topology = NodeTopology(dev.su, dev.rack, f"su{dev.su:03d}",
                                         _spine_group(cd, dev.su), "rail-plane" if cd.mode == "rail-plane" else None)
         elif (profile := nos.find(dev.nos)) is not None and profile.platform_ref is not None:
-            dev.sonic_platform, dev.sonic_hwsku = profile.platform_ref(dev.model, ctx.catalog.switches[dev.model])
-    check_lossless_priority(ctx, spec, cd.fabric)
+            dev.platform, dev.hwsku = profile.platform_ref(dev.model, ctx.catalog.switches[dev.model])
+    _os_checks(ctx)
 
     counts = _counts(ctx)
     summaries = (compute.tier_summaries(cd, counts.get("leaf", 0), counts.get("spine", 0),
@@ -140,6 +128,17 @@ def _build(ctx: BuildContext) -> Plan:
         raise ctx.fail("compute", "the planned fabric fails its own checks (a railforge bug, please report it): "
                                   + "; ".join(problems[:5]))
     return plan
+
+
+def _os_checks(ctx: BuildContext) -> None:
+    """Each switch OS's own planning checks, over the devices that run it."""
+    for profile in nos.profiles():
+        devices = [d for d in ctx.devices if d.nos == profile.name]
+        for check in profile.plan_checks if devices else ():
+            try:
+                check(ctx.spec, devices)
+            except PlanRefused as exc:
+                raise ctx.fail(exc.field, str(exc)) from None
 
 
 def _spine_group(cd: compute.ComputeDesign, su: int) -> str:

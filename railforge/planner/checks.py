@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 from fractions import Fraction
 from operator import attrgetter
 
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 
 UPLINK_TIERS = {"leaf": "leaf-spine", "spine": "spine-superspine"}
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 
 from railforge import nos as nos_registry
-from railforge.ipam import block_len_for, int_to_ip
-from railforge.plan import Device, HostSubnet, Port, RailInterface, TierSummary
-from railforge.planner import names
+from railforge.plan.model import Device, HostSubnet, Port, RailInterface, TierSummary
+from railforge.planner import clos, names
 from railforge.planner.context import BuildContext
+from railforge.planner.ipam import block_len_for, int_to_ip
 from railforge.planner.ports import capacity
 from railforge.planner.sizing import (
     SpineTiers,
@@ -43,6 +44,8 @@ class ComputeDesign(SpineTiers):
     group_sus: int
     blocks: int
     host_block_len: int
+    spine_model: str
+    superspine_model: str | None
 
     @property
     def leaves_max(self) -> int:
@@ -52,23 +55,24 @@ class ComputeDesign(SpineTiers):
     def ethernet(self) -> bool:
         return self.fabric == "roce"
 
+    @cached_property
+    def clos(self) -> clos.UnitClos:
+        """The fabric above the rail leaves as the Clos builder takes it: units are SUs of one leaf per rail."""
+        shape = clos.RailPlaneClos if self.mode == "rail-plane" else clos.UnitClos
+        extra = {"blocks": self.blocks} if self.mode == "rail-plane" else {}
+        return shape("compute", "compute", self.spine_model, self.nos, self.speed, self.rails, self.max_sus,
+                     self.uplinks, self.two, self.three, self.group_sus, self.superspine_model,
+                     "compute.superspine.model", **extra)
+
+    def leaf_index(self, su: int, rail: int) -> int:
+        return (su - 1) * self.rails + rail
+
     def group_of(self, su: int, rail: int) -> tuple[int, int]:
         """(group index, leaf position inside the group) of leaf (su, rail)."""
-        if self.three is None:
-            return 0, (su - 1) * self.rails + rail
-        if self.mode == "rail-plane":
-            block, pos = divmod(su - 1, self.group_sus)
-            return rail * self.blocks + block, pos
-        pod, pos = divmod(su - 1, self.group_sus)
-        return pod, pos * self.rails + rail
+        return self.clos.group_of(self.leaf_index(su, rail))
 
     def group_name(self, g: int) -> str | None:
-        if self.three is None:
-            return None
-        if self.mode == "rail-plane":
-            rail, block = divmod(g, self.blocks)
-            return names.rail_group(rail, block + 1, self.blocks)
-        return names.pod(g + 1, self.groups)
+        return self.clos.group_name(g)
 
 
 def design(ctx: BuildContext) -> ComputeDesign:
@@ -161,7 +165,8 @@ def design(ctx: BuildContext) -> ComputeDesign:
     else:
         host_block_len = block_len_for(slots + 3 + slots * spec.addressing.pod_addresses_per_node)
     return ComputeDesign(cf.fabric, nos, speed, rails, slots, uplinks, su.count, max_sus, tiers, cf.mode, two,
-                         three, group_sus, blocks, host_block_len)
+                         three, group_sus, blocks, host_block_len, cf.spine.model,
+                         cf.superspine.model if cf.superspine else None)
 
 
 def _ratio(r: Fraction) -> str:
@@ -206,110 +211,37 @@ def build(ctx: BuildContext, d: ComputeDesign) -> None:
 
     leaf_needs = [("down", d.speed, d.slots), ("up", d.speed, d.uplinks)]
     leaf_layout = ctx.layout("compute.leaf.model", spec.compute.leaf.model, d.nos, leaf_needs)
-    if d.three is None:
-        spine_needs = [("down", d.speed, d.leaves_max * d.two.links_per_spine)]
-    else:
-        spine_needs = [("down", d.speed, d.three.spine_down), ("up", d.speed, d.three.spine_up)]
-    spine_layout = ctx.layout("compute.spine.model", spec.compute.spine.model, d.nos, spine_needs)
-
+    c = d.clos
+    clos.layouts(ctx, c)
     hosts = ctx.pools["compute_hosts"]
-    loop = ctx.pools["loopbacks"]
-    p2p = ctx.pools["p2p"]
-    asn = ctx.asns.get("compute")
-    numbered = d.ethernet and spec.compute.uplinks == "numbered"
     host_size = 1 << (32 - d.host_block_len)
+    asns = loop_base = p2p_base = None
     if d.ethernet:
         hosts.require(d.leaves_max, d.host_block_len, f"{d.leaves_max} rail leaves (one host subnet each)")
-        loop.require(d.leaves_max + d.spines_max + d.superspines_max, 32, "compute switch loopbacks")
-        if numbered:
-            links_max = d.leaves_max * d.uplinks + d.spines_max * (d.three.spine_up if d.three else 0)
-            p2p.require(links_max, 31, "compute uplinks (one /31 each)")
+        asns = ctx.claim_asns("compute", c.asn_count, "compute fabric")
+        loop_base = ctx.claim("loopbacks", c.loopback_count, 32, "compute switch loopbacks")
+        if spec.compute.uplinks == "numbered":
+            p2p_base = ctx.claim("p2p", c.links_max, 31, "compute uplinks (one /31 each)")
     else:
         hosts.require(d.rails, d.host_block_len, f"{d.rails} rails (one IPoIB subnet each)")
         hosts.take(d.rails * host_size)
-
     node_link_base = 0
-    leaf_link_base = d.leaves_max * d.slots
-    spine_link_base = leaf_link_base + d.leaves_max * d.uplinks
-
-    spines: dict[int, Device] = {}
-    spine_ports: dict[int, dict[str, list[Port]]] = {}
-    superspines: dict[int, Device] = {}
-    ss_ports: dict[int, list[Port]] = {}
-
-    def spine_for(g: int, j: int) -> tuple[Device, dict[str, list[Port]]]:
-        idx = g * d.spines_per_group + j
-        if idx not in spines:
-            ports = spine_layout.ports()
-            group = d.group_name(g)
-            dev = Device(names.spine(group, j + 1, d.spines_per_group), "spine", "compute",
-                         spec.compute.spine.model, d.nos, "", 0, group=group or "fabric", slot=idx,
-                         plane=None, ports=ports["down"] + ports.get("up", []) + ports["unused"])
-            if d.mode == "rail-plane" and d.three:
-                dev.rail = g // d.blocks
-            if d.ethernet:
-                dev.asn = asn.first + (1 + g if d.three else 0)
-                dev.loopback = f"{int_to_ip(loop.first + d.leaves_max + idx)}/32"
-                loop.take(1)
-            ctx.add(dev)
-            spines[idx] = dev
-            spine_ports[idx] = ports
-            if d.three is not None:
-                t = d.three
-                for k in range(t.spine_up):
-                    q, lnk = k % t.superspines_per_plane, k // t.superspines_per_plane
-                    ss, ss_down = superspine_for(j, q)
-                    n = spine_link_base + idx * t.spine_up + k + 1
-                    uplink(n, (dev, ports["up"][k]), (ss, ss_down[g * t.links_spine_superspine + lnk]),
-                           "spine-superspine", None, dev.rail)
-        return spines[idx], spine_ports[idx]
-
-    def superspine_for(plane: int, q: int) -> tuple[Device, list[Port]]:
-        idx = plane * d.three.superspines_per_plane + q
-        if idx not in superspines:
-            sw = ctx.layout("compute.superspine.model", spec.compute.superspine.model, d.nos,
-                            [("down", d.speed, d.three.groups * d.three.links_spine_superspine)])
-            ports = sw.ports()
-            dev = Device(names.superspine(plane + 1, d.three.planes, q + 1, d.three.superspines_per_plane),
-                         "superspine", "compute", spec.compute.superspine.model, d.nos, "", 0, slot=idx,
-                         group="superspine", plane=f"plane{plane + 1}", ports=ports["down"] + ports["unused"])
-            if d.ethernet:
-                dev.asn = asn.first
-                dev.loopback = f"{int_to_ip(loop.first + d.leaves_max + d.spines_max + idx)}/32"
-                loop.take(1)
-            ctx.add(dev)
-            superspines[idx] = dev
-            ss_ports[idx] = ports["down"]
-        return superspines[idx], ss_ports[idx]
-
-    def uplink(n: int, lower: tuple[Device, Port], upper: tuple[Device, Port], tier: str, su, rail) -> None:
-        label = names.cable("CMP", n)
-        if numbered:
-            base = p2p.first + 2 * (n - leaf_link_base - 1)
-            upper[1].address = f"{int_to_ip(base)}/31"
-            lower[1].address = f"{int_to_ip(base + 1)}/31"
-            p2p.take(2)
-        ctx.connect(label, "compute", tier, lower, upper, su, rail)
-
-    if d.three is not None:
-        for plane in range(d.three.planes):
-            for q in range(d.three.superspines_per_plane):
-                superspine_for(plane, q)
+    uppers = clos.UpperTiers(ctx, c, "", names.spine, names.superspine, "CMP", d.leaves_max * d.slots, asns,
+                             loop_base, p2p_base)
 
     for su in range(1, d.sus + 1):
         leaves: list[tuple[Device, dict[str, list[Port]]]] = []
         leaf_start: dict[int, int] = {}
         for rail in range(d.rails):
-            leaf_idx = (su - 1) * d.rails + rail
-            g, pos = d.group_of(su, rail)
+            leaf_idx = d.leaf_index(su, rail)
+            g, _ = d.group_of(su, rail)
             ports = leaf_layout.ports()
             dev = Device(names.compute_leaf(su, rail), "leaf", "compute", spec.compute.leaf.model, d.nos, "", 0,
                          su=su, rail=rail, group=d.group_name(g) or "fabric",
                          ports=ports["down"] + ports["up"] + ports["unused"])
             if d.ethernet:
-                dev.asn = asn.first + 1 + (d.groups if d.three else 0) + leaf_idx
-                dev.loopback = f"{int_to_ip(loop.first + leaf_idx)}/32"
-                loop.take(1)
+                dev.asn = uppers.leaf_asn(leaf_idx)
+                uppers.leaf_loopback(dev, leaf_idx)
                 start, _ = hosts.block(leaf_idx, d.host_block_len)
                 leaf_start[rail] = start
                 used_down = [p.name for s, p in enumerate(ports["down"])
@@ -319,17 +251,7 @@ def build(ctx: BuildContext, d: ComputeDesign) -> None:
                 hosts.take(host_size)
             ctx.add(dev)
             leaves.append((dev, ports))
-            for k in range(d.uplinks):
-                if d.three is None:
-                    j, lnk = k % d.two.spines, k // d.two.spines
-                    sp, sp_ports = spine_for(0, j)
-                    down = sp_ports["down"][pos * d.two.links_per_spine + lnk]
-                else:
-                    j, lnk = k % d.three.spines_per_group, k // d.three.spines_per_group
-                    sp, sp_ports = spine_for(g, j)
-                    down = sp_ports["down"][pos * d.three.links_leaf_spine + lnk]
-                n = leaf_link_base + leaf_idx * d.uplinks + k + 1
-                uplink(n, (dev, ports["up"][k]), (sp, down), "leaf-spine", su, rail)
+            uppers.attach(dev, ports["up"], leaf_idx, su, rail)
 
         for slot in range(1, d.slots + 1):
             r = reserved.get((su, slot))
@@ -385,7 +307,7 @@ def _ip_int(prefix: str) -> int:
 
 def pod_networks(ctx: BuildContext, d: ComputeDesign):
     """Per-rail pod ranges: inside each leaf's subnet (RoCE) or each rail's IPoIB subnet (InfiniBand)."""
-    from railforge.plan import PodNetwork
+    from railforge.plan.model import PodNetwork
 
     spec = ctx.spec
     per_node = spec.addressing.pod_addresses_per_node

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from railforge.ipam import AsnRange, PrefixPool
-from railforge.nos.sonic_platform import PlatformError
-from railforge.plan import Device, Endpoint, Link, Port
+from railforge import nos as nos_registry
+from railforge.nos.profile import PlatformError
+from railforge.plan.model import Device, Endpoint, Link, Port
+from railforge.planner.ipam import AsnRange, PrefixPool
 from railforge.planner.ports import PortLayout, RadixError
 from railforge.spec.errors import SpecError
 from railforge.spec.loader import LineMap, dotted
@@ -25,6 +26,21 @@ class BuildContext:
     devices: list[Device] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
     layouts: dict[tuple, PortLayout] = field(default_factory=dict)
+    claimed: dict[str, int] = field(default_factory=dict)
+    """Blocks of each pool the fabrics have claimed so far, in claim order (compute, storage, OOB)."""
+
+    def claim_asns(self, fabric: str, count: int, purpose: str) -> AsnRange:
+        """The fabric's ASN range: `count` ASNs from its base in the spec (`addressing.asn.<fabric>`)."""
+        asns = self.asns[fabric] = AsnRange(fabric, getattr(self.spec.addressing.asn, fabric), count, purpose)
+        return asns
+
+    def claim(self, pool: str, blocks: int, block_len: int, what: str) -> int:
+        """Claim the next `blocks` blocks of /`block_len` of a pool shared by the fabrics (loopbacks, p2p), failing
+        when the pool cannot hold every claim so far (`what` names them); the address offset of the first."""
+        first = self.claimed.get(pool, 0)
+        self.pools[pool].require(first + blocks, block_len, what)
+        self.claimed[pool] = first + blocks
+        return first << (32 - block_len)
 
     def fail(self, field_path: str, message: str) -> SpecError:
         key: tuple = tuple(int(p) if p.isdigit() else p for p in field_path.split(".")) if field_path else ()
@@ -60,7 +76,7 @@ class BuildContext:
                 total = " + ".join(f"{c} {p} at {format_speed(s)}" for p, s, c in needs)
                 raise self.fail(field_path, f"radix exceeded: {exc} (needs {total})") from None
             except PlatformError as exc:
-                raise self.fail(field_path, f"{model} with SONiC: {exc}") from None
+                raise self.fail(field_path, f"{model} with {nos_registry.profile(nos).title}: {exc}") from None
             self.layouts[key] = found
         return found
 

@@ -12,7 +12,7 @@ import math
 from collections import defaultdict
 
 from railforge.hardware.catalog import media_rules
-from railforge.plan import SWITCH_ROLES, Device, Link, Rack
+from railforge.plan.model import SWITCH_ROLES, Device, Link, Rack
 from railforge.planner import names
 from railforge.planner.context import BuildContext
 from railforge.planner.sizing import ceil_div

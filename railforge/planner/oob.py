@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from railforge import nos
-from railforge.ipam import block_len_for, int_to_ip
-from railforge.plan import Bmc, Device, HostSubnet, Port, TierSummary
+from railforge.plan.model import Bmc, Device, HostSubnet, Port, TierSummary
 from railforge.planner import clos, names
 from railforge.planner.context import BuildContext
+from railforge.planner.ipam import block_len_for, int_to_ip
 from railforge.planner.ports import capacity
 from railforge.planner.sizing import ceil_div
 
@@ -57,15 +57,16 @@ def design(ctx: BuildContext, max_sus: int, slots: int, rails: int, storage_leav
                      block_len_for(ports + 2), c)
 
 
-def build(ctx: BuildContext, d: OobDesign, sus: int, slots: int, rails: int, loop_base: int) -> clos.UpperTiers:
+def build(ctx: BuildContext, d: OobDesign, sus: int, slots: int, rails: int) -> clos.UpperTiers:
     spec = ctx.spec
     o = spec.oob
     pool = ctx.pools["oob"]
     pool.require(d.clos.leaves_max, d.block_len, f"{d.clos.leaves_max} OOB leaves (one management subnet each)")
+    asns = ctx.claim_asns("oob", d.clos.asn_count, "OOB fabric")
+    clos.layouts(ctx, d.clos)
+    loop_base = ctx.claim("loopbacks", d.clos.loopback_count, 32, "compute, storage and OOB switch loopbacks")
     uppers = clos.UpperTiers(ctx, d.clos, "oob-", names.oob_spine, names.oob_superspine, "OOB",
-                             d.clos.leaves_max * d.ports_per_leaf, spec.addressing.asn.oob, loop_base, None)
-    ctx.pools["loopbacks"].require(loop_base + d.clos.leaves_max + d.clos.spines_max + d.clos.superspines_max, 32,
-                                   "compute, storage and OOB switch loopbacks")
+                             d.clos.leaves_max * d.ports_per_leaf, asns, loop_base, None)
     layout = ctx.layout("oob.leaf.model", o.leaf.model, o.nos,
                         [("down", d.down_speed, d.ports_per_leaf), ("up", d.up_speed, o.uplinks_per_leaf)])
     endpoints: dict[int, list[tuple[int, Device]]] = {}

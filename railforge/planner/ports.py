@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from railforge.hardware.catalog import PortSlot, ports_at
 from railforge.nos import profile as nos_profile
-from railforge.nos.profile import NosProfile, front_label
-from railforge.nos.sonic_platform import Platform
-from railforge.plan import Port
+from railforge.nos.profile import NosProfile, PortMap, front_label
+from railforge.plan.model import Port
 from railforge.spec.models import CatalogSwitch
 from railforge.units import format_speed
 
@@ -15,12 +14,13 @@ def _front(slot: PortSlot) -> str:
     return front_label(slot.index, slot.sub, slot.split)
 
 
-def _port_args(nos: NosProfile, platform: Platform | None, slot: PortSlot) -> tuple:
+def _port_args(nos: NosProfile, platform: PortMap | None, slot: PortSlot) -> tuple:
     if platform is not None:
         p = platform.port(slot.index, slot.split, slot.speed_mbps, slot.sub)
         return p.name, _front(slot), slot.index, slot.sub, slot.speed_mbps, p.mode, list(p.lanes)
-    return (nos.port_name(slot.index, slot.sub, slot.split), _front(slot), slot.index, slot.sub, slot.speed_mbps,
-            f"{slot.split}x{format_speed(slot.speed_mbps)}", list(slot.lanes))
+    name = nos.port_name(slot.index, slot.sub, slot.split, len(slot.lanes) * slot.split)
+    return (name, _front(slot), slot.index, slot.sub, slot.speed_mbps, f"{slot.split}x{format_speed(slot.speed_mbps)}",
+            list(slot.lanes))
 
 
 class RadixError(Exception):

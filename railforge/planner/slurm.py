@@ -5,7 +5,7 @@ model is in the catalog, every tenant partition has GPU nodes, and partition nam
 
 from __future__ import annotations
 
-from railforge.plan import SlurmNodeHardware, SlurmPartition, SlurmQos, SlurmSettings, Tenant
+from railforge.plan.model import SlurmNodeHardware, SlurmPartition, SlurmQos, SlurmSettings, Tenant
 from railforge.planner.context import BuildContext
 from railforge.spec.slurm import CatalogNode
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from railforge.ipam import block_len_for, int_to_ip
-from railforge.nos.sonic_platform import PlatformError
-from railforge.plan import Bond, BondMember, Device, HostSubnet, Port, TierSummary, VlanInterface
+from railforge import nos
+from railforge.nos.profile import PlatformError
+from railforge.plan.model import Bond, BondMember, Device, HostSubnet, Port, TierSummary, VlanInterface
 from railforge.planner import clos, names
 from railforge.planner.context import BuildContext
+from railforge.planner.ipam import block_len_for, int_to_ip
 from railforge.planner.ports import PortLayout, RadixError, capacity
 from railforge.planner.sizing import ceil_div
 
@@ -59,7 +60,7 @@ def design(ctx: BuildContext, slots: int, max_sus: int) -> StorageDesign:
         except RadixError:
             return False
         except PlatformError as exc:
-            raise ctx.fail("storage.leaf.model", f"{st.leaf.model} with SONiC: {exc}") from None
+            raise ctx.fail("storage.leaf.model", f"{st.leaf.model} with {nos.profile(st.nos).title}: {exc}") from None
         return True
 
     if st.nodes_per_leaf:
@@ -95,7 +96,7 @@ def _leaf_index(d: StorageDesign, unit: int, pair: int, side: int) -> int:
     return (unit * d.pairs_per_unit + pair) * d.per_pair + side
 
 
-def build(ctx: BuildContext, d: StorageDesign, sus: int, slots: int, loop_base: int, p2p_base: int) -> clos.UpperTiers:
+def build(ctx: BuildContext, d: StorageDesign, sus: int, slots: int) -> clos.UpperTiers:
     spec = ctx.spec
     st = spec.storage
     inband = ctx.pools["inband"]
@@ -104,14 +105,13 @@ def build(ctx: BuildContext, d: StorageDesign, sus: int, slots: int, loop_base: 
     inband.require(pairs_max, d.block_len, f"{pairs_max} storage leaf pairs (one in-band subnet each)")
     if st.storage_vlan:
         storage_pool.require(pairs_max, d.block_len, f"{pairs_max} storage leaf pairs (one storage subnet each)")
-    ctx.pools["loopbacks"].require(loop_base + d.clos.leaves_max + d.clos.spines_max + d.clos.superspines_max, 32,
-                                   "compute and storage switch loopbacks")
-    numbered = st.uplinks == "numbered"
+    loop_base = ctx.claim("loopbacks", d.clos.loopback_count, 32, "compute and storage switch loopbacks")
+    asns = ctx.claim_asns("storage", d.clos.asn_count, "storage / in-band fabric")
+    clos.layouts(ctx, d.clos)
+    p2p_base = (ctx.claim("p2p", d.clos.links_max, 31, "compute and storage uplinks")
+                if st.uplinks == "numbered" else None)
     uppers = clos.UpperTiers(ctx, d.clos, "storage-", names.storage_spine, names.storage_superspine, "STO",
-                             _peer_base(d), spec.addressing.asn.storage, loop_base,
-                             p2p_base if numbered else None)
-    if numbered:
-        ctx.pools["p2p"].require((p2p_base // 2) + uppers.links_max, 31, "compute and storage uplinks")
+                             _peer_base(d), asns, loop_base, p2p_base)
     layout = ctx.layout("storage.leaf.model", st.leaf.model, st.nos,
                         [("down", d.node_speed, d.leaf_down), ("up", d.up_speed, d.uplinks)]
                         + ([("peer", d.up_speed, d.peer_links)] if d.peer_links else []))

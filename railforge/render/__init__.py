@@ -1,12 +1,13 @@
-"""Plan -> artifacts. One module per output family; each only reads the plan."""
+"""Plan -> artifacts. One module per output family; each only reads the plan. The per-switch configuration
+families are the switch OSes' own renderers (`railforge/nos/<os>/render.py`), taken from their profiles."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from railforge.output import Output
-from railforge.plan import Plan
+from railforge.formats.output import Output
+from railforge.plan.model import Plan
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,8 @@ class Family:
 
 
 def families() -> list[Family]:
-    from railforge import outdir
+    from railforge import nos
+    from railforge.plan import outdir
     from railforge.render import (
         bom,
         cabling,
@@ -41,13 +43,11 @@ def families() -> list[Family]:
         ipplan,
         nccl,
         netbox,
-        nvue,
         opensm,
         plan_json,
         rails_svg,
         report,
         slurm,
-        sonic,
         svg,
         switch_macs,
     )
@@ -74,10 +74,8 @@ def families() -> list[Family]:
                "section also slurm.conf, gres.conf, cgroup.conf and qos.sh", slurm.render),
         Family("nccl", "nccl/<node>.env per node and nccl/hostfile in topology order", nccl.render,
                per_device=True, weight=4),
-        Family("sonic", "SONiC config_db.json and FRR frr.conf per SONiC switch", sonic.render, per_device=True,
-               shardable=True, weight=32),
-        Family("nvue", "Cumulus Linux NVUE startup.yaml per Cumulus switch", nvue.render, per_device=True,
-               shardable=True),
+        *(Family(r.family, r.description, r.render, per_device=True, shardable=True, weight=r.weight)
+          for p in nos.profiles() if (r := p.renderer) is not None),
         Family("ztp", "switch-macs.csv: the template of switch management MACs/serials to fill in after racking",
                switch_macs.render),
         Family("hosts", "host-macs.csv: the template of host BMC/boot-NIC MACs, serials and boot targets to fill in",

@@ -7,9 +7,9 @@ import csv
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from railforge.output import Output
-from railforge.plan import SWITCH_ROLES, Plan
-from railforge.render.tables import speed_label
+from railforge.formats.output import Output
+from railforge.plan.model import SWITCH_ROLES, Plan
+from railforge.plan.tables import speed_label
 
 BOM_COLUMNS = ("category", "item", "part", "speed", "length_m", "quantity", "unit", "note")
 

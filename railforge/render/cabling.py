@@ -8,10 +8,11 @@ from collections.abc import Iterator, Sequence
 from itertools import groupby
 from operator import itemgetter
 
-from railforge.output import Output
-from railforge.plan import Link, Plan
-from railforge.render.csvrows import column_lines, format_rows, write_rows
-from railforge.render.tables import (
+from railforge.formats.csvrows import column_lines, format_rows, write_rows
+from railforge.formats.output import Output
+from railforge.formats.xlsx import Workbook
+from railforge.plan.model import Link, Plan
+from railforge.plan.tables import (
     ADDRESS_COLUMNS,
     CABLE_COLUMNS,
     POOL_COLUMNS,
@@ -20,7 +21,6 @@ from railforge.render.tables import (
     pool_row,
     speed_label,
 )
-from railforge.render.xlsx import Workbook
 
 SUMMARY_COLUMNS = ("fabric", "tier", "speed", "media", "part", "length_m", "cables", "transceivers",
                    "total_length_m")

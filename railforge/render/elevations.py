@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from xml.sax.saxutils import escape, quoteattr
 
-from railforge.output import Output
-from railforge.plan import Device, Plan, Rack
+from railforge.formats.output import Output
+from railforge.plan.model import Device, Plan, Rack
 
 U_PX, RACK_W, RACK_GAP, MARGIN, TOP, LEGEND_H = 14, 190, 30, 40, 60, 40
 ROLE_COLOURS = {

@@ -30,9 +30,9 @@ from grafana_foundation_sdk.models import common as cm
 from grafana_foundation_sdk.models import dashboard as dm
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
 
-from railforge import outdir
-from railforge.output import Output
-from railforge.plan import Plan
+from railforge.formats.output import Output
+from railforge.plan import outdir
+from railforge.plan.model import Plan
 from railforge.render.health import SWITCH_ROLES
 
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import jinja2
 
-from railforge.output import Output
-from railforge.plan import Device, Link, Plan
+from railforge.formats.output import Output
+from railforge.plan.model import Device, Link, Plan
 
 BGP_TIERS = ("leaf-spine", "spine-superspine", "storage-leaf-spine", "storage-spine-superspine")
 LINK_TIERS = ("node-leaf", "leaf-spine", "spine-superspine")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import csv
 import io
 
-from railforge.output import Output
-from railforge.plan import HOST_ROLES, Device, Plan
+from railforge.formats.output import Output
+from railforge.plan.model import HOST_ROLES, Device, Plan
 
 TEMPLATE = "host-macs.csv"
 COLUMNS = ("host", "bmc_mac", "boot_mac", "serial", "target", "model", "su", "rack", "u", "bmc_address",

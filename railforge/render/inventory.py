@@ -10,9 +10,9 @@ from dataclasses import asdict
 
 import orjson
 
-from railforge.output import Output
-from railforge.plan import Device, Plan
-from railforge.render.yamlout import dumps
+from railforge.formats.output import Output
+from railforge.formats.yamlout import dumps
+from railforge.plan.model import Device, Plan
 
 SWITCH_GROUPS = {
     "leaf": "compute_leaf", "spine": "compute_spine", "superspine": "compute_superspine",

@@ -3,10 +3,10 @@ asnplan.csv (every ASN with its device)."""
 
 from __future__ import annotations
 
-from railforge.output import Output
-from railforge.plan import Plan
-from railforge.render.csvrows import write_rows
-from railforge.render.tables import ADDRESS_COLUMNS, POOL_COLUMNS, address_table, pool_row
+from railforge.formats.csvrows import write_rows
+from railforge.formats.output import Output
+from railforge.plan.model import Plan
+from railforge.plan.tables import ADDRESS_COLUMNS, POOL_COLUMNS, address_table, pool_row
 
 ASN_COLUMNS = ("asn", "device", "role", "fabric", "group", "su", "rail")
 

@@ -3,8 +3,8 @@ several QPs per connection on ECMP fabrics, bootstrap over the bond) and a topol
 
 from __future__ import annotations
 
-from railforge.output import Output
-from railforge.plan import Device, Plan
+from railforge.formats.output import Output
+from railforge.plan.model import Device, Plan
 
 ROCE_GID_INDEX = 3
 ECMP_QPS_PER_CONNECTION = 4

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 
-from railforge.output import Output
-from railforge.plan import SWITCH_ROLES, Device, Plan
-from railforge.render.csvrows import RowWriter
-from railforge.render.tables import device_addresses
+from railforge.formats.csvrows import RowWriter
+from railforge.formats.output import Output
+from railforge.plan.model import SWITCH_ROLES, Device, Plan
+from railforge.plan.tables import device_addresses
 
 NETBOX_VERSION = "4.4"
 FILES = ("01-sites.csv", "02-manufacturers.csv", "03-device-roles.csv", "04-device-types.csv", "05-racks.csv",

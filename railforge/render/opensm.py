@@ -26,11 +26,11 @@ from pathlib import Path
 
 import jinja2
 
-from railforge import outdir
-from railforge.output import Output
-from railforge.plan import Plan, ib_port_number
+from railforge.formats.output import Output
+from railforge.plan import outdir
+from railforge.plan.model import Plan, ib_port_number
+from railforge.plan.switch_model import Interface, SwitchConfig, build_models
 from railforge.render import ibnetdiscover
-from railforge.render.switch_model import Interface, SwitchConfig, build_models
 
 ROOT_GUID_FILE = "/etc/opensm/root-guids.conf"
 PARTITION_FILE = "/etc/opensm/partitions.conf"

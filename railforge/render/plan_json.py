@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from railforge import outdir
-from railforge.output import Output
-from railforge.plan import Plan
-from railforge.planio import write_plan
+from railforge.formats.output import Output
+from railforge.plan import outdir
+from railforge.plan.io import write_plan
+from railforge.plan.model import Plan
 
 
 def render(plan: Plan, out: Output) -> None:

@@ -10,8 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
-from railforge.output import Output
-from railforge.plan import SWITCH_ROLES, Device, Link, Plan
+from railforge.formats.output import Output
+from railforge.plan.model import SWITCH_ROLES, Device, Link, Plan
 
 NAME_W, CELL_W, CELL_H, HEAD_H, MARGIN, TITLE_H = 120, 150, 30, 24, 20, 36
 RAIL_COLOURS = ("#4472C4", "#ED7D31", "#70AD47", "#7030A0", "#C00000", "#00B0F0", "#BF8F00", "#2F5597")

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections import Counter
 from fractions import Fraction
 
-from railforge.output import Output
-from railforge.plan import Plan, TierSummary
+from railforge.formats.output import Output
+from railforge.plan.model import Plan, TierSummary
+from railforge.plan.tables import ROLE_ORDER, address_table
 from railforge.render.bom import bill_of_materials
 from railforge.render.elevations import elevation_file
 from railforge.render.rails_svg import rails_file
-from railforge.render.tables import ROLE_ORDER, address_table
 
 HOURS_PER_MONTH = 730.0
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import jinja2
 
-from railforge.output import Output
-from railforge.plan import Plan, SlurmSettings
+from railforge.formats.output import Output
+from railforge.plan.model import Plan, SlurmSettings
 from railforge.render.hostlist import compress
 
 TEMPLATES = jinja2.Environment(

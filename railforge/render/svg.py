@@ -9,9 +9,9 @@ import re
 from collections import defaultdict
 from xml.sax.saxutils import escape
 
-from railforge.output import Output
-from railforge.plan import Device, Plan
-from railforge.render.tables import speed_label
+from railforge.formats.output import Output
+from railforge.plan.model import Device, Plan
+from railforge.plan.tables import speed_label
 
 TIERS = {
     "compute": (("superspine",), ("spine",), ("leaf",)),

@@ -10,9 +10,10 @@ from __future__ import annotations
 import csv
 import io
 
-from railforge import nos, outdir
-from railforge.output import Output
-from railforge.plan import Device, Plan
+from railforge import nos
+from railforge.formats.output import Output
+from railforge.plan import outdir
+from railforge.plan.model import Device, Plan
 
 TEMPLATE = outdir.SWITCH_MACS
 COLUMNS = ("switch", "mac", "client_id", "serial", "model", "nos", "rack", "u", "mgmt_port", "mgmt_address")

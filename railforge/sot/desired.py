@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from railforge.plan import SWITCH_ROLES, Plan
+from railforge.plan.model import SWITCH_ROLES, Plan
+from railforge.plan.tables import device_addresses
 from railforge.render.netbox import (
     ADDRESS_ROLES,
     ETHERNET_TYPES,
@@ -18,7 +19,6 @@ from railforge.render.netbox import (
     cable_type,
     device_types,
 )
-from railforge.render.tables import device_addresses
 
 OWNER_TAG = "railforge"
 CABLE_COLOURS = {"compute": "2196f3", "storage": "ff9800", "oob": "9e9e9e"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from railforge.plan import Link
+from railforge.plan.model import Link
 from railforge.verify.observed import End, Observation
 
 KINDS = ("swapped", "wrong-switch", "wrong-port", "missing", "unexpected", "wrong-speed")

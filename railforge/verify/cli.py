@@ -8,10 +8,11 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from railforge import show
-from railforge.args import ArgumentError, check_path
+from railforge import nos
+from railforge.cli import show
+from railforge.cli.args import ArgumentError, check_path
 from railforge.inputs import InputError
-from railforge.plan import Link
+from railforge.plan.model import Link
 from railforge.verify.cabling import CablingReport, compare
 from railforge.verify.fabric import FabricReport
 from railforge.verify.fabric_check import verify_fabric
@@ -36,11 +37,14 @@ def report_table(report: CablingReport, title: str) -> Table:
                       [(f.kind, ", ".join(f.cables) or "-", f.message) for f in report.findings])
 
 
+LLDP_HELP = (f"lldpcli JSON or {' or '.join(t.title for t in nos.lldp_tables())} file per device "
+             "(named <device>.json/.txt), or a folder of them")
+
+
 @verify_app.command()
 def cabling(
     cluster: Annotated[Path, typer.Argument(help="inventory/<cluster> or its cluster.yaml")],
-    lldp: Annotated[Path | None, typer.Option(help="lldpcli JSON or SONiC 'show lldp table' file per device "
-                                                   "(named <device>.json/.txt), or a folder of them")] = None,
+    lldp: Annotated[Path | None, typer.Option(help=LLDP_HELP)] = None,
     ibnetdiscover: Annotated[Path | None, typer.Option(help="ibnetdiscover output")] = None,
     out: Annotated[Path | None, typer.Option(help="generated folder (default: <cluster>/generated)")] = None,
     speed: Annotated[bool, typer.Option(help="flag cables running at another speed than planned")] = True,

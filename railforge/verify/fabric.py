@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from ipaddress import ip_interface
 
-from railforge.plan import Device, Link
+from railforge.plan.model import Device, Link
 
 Fib = dict[str, dict[str, set[str]]]  # device -> prefix -> local ports of the next hops
 Adjacency = dict[str, list[tuple[str, str]]]  # device -> (far device, far device's port) per live cable

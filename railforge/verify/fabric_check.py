@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from ipaddress import ip_interface
 from pathlib import Path
 
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 from railforge.verify.cabling import CablingReport, compare
 from railforge.verify.fabric import (
     FabricReport,

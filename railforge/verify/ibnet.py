@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from railforge.cli.show import plain
 from railforge.inputs import MAX_LINE_CHARS, InputError, MiB, read_text, shown
-from railforge.plan import Device, Plan, Port
+from railforge.plan.model import Device, Plan, Port
 from railforge.render import ibnetdiscover
-from railforge.show import plain
 from railforge.verify.observed import Adjacency, Observation
 
 MAX_BYTES = 512 * MiB

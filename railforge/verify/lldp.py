@@ -1,4 +1,5 @@
-"""LLDP neighbour tables: lldpd's `lldpcli -f json show neighbors [details]` and SONiC's `show lldp table`.
+"""LLDP neighbour tables: lldpd's `lldpcli -f json show neighbors [details]`, and the text table of a switch OS
+that has one (its profile's `lldp_table`, e.g. SONiC's `show lldp table` in railforge/nos/sonic/lldp.py).
 
 Neither names the local system, so each file is one device's view and its stem names the device
 (`su001-leaf-r0.json`, `su001-leaf-r0.txt`). A folder holds one file per device. Each file goes through the
@@ -14,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from railforge import nos
 from railforge.inputs import MAX_LINE_CHARS, InputError, MiB, Name, parse_json, read_text, shown, validate
 from railforge.verify.names import PlanNames
 from railforge.verify.observed import Adjacency, Observation
@@ -87,18 +89,6 @@ def _regular(raw: object) -> object:
 LLDPCLI = TypeAdapter(LldpcliJson)
 
 
-class SonicRow(BaseModel):
-    """One row of `show lldp table`, each cell a printable name."""
-
-    local: Name
-    sysname: Name
-    port_id: Name
-    descr: Name
-
-
-SONIC_ROW = TypeAdapter(SonicRow)
-
-
 def _sysname(chassis: dict) -> str | None:
     if isinstance(chassis.get("name"), dict):
         value = chassis["name"].get("value")
@@ -137,50 +127,6 @@ def parse_lldpcli_json(text: str, device: str, names: PlanNames, source: str = "
     return obs
 
 
-def _columns(rule: str) -> list[tuple[int, int]]:
-    return [(m.start(), m.end()) for m in re.finditer(r"-+", rule)]
-
-
-def parse_sonic_lldp_table(text: str, device: str, names: PlanNames, source: str = "") -> Observation:
-    """`show lldp table`: a header, a rule of dashes giving the column spans, rows, a closing rule."""
-    where = source or device
-    lines = text.splitlines()
-    for n, line in enumerate(lines, 1):
-        if len(line) > MAX_LINE_CHARS:
-            raise LldpFormatError(f"{where}:{n}: a line of {len(line):,} characters; a `show lldp table` line is at "
-                                  f"most {MAX_LINE_CHARS:,}")
-    head = next((i for i, x in enumerate(lines) if x.split()[:2] == ["LocalPort", "RemoteDevice"]), None)
-    if head is None or head + 1 >= len(lines) or not set(lines[head + 1].strip()) <= {"-", " "}:
-        raise LldpFormatError(f"{source or device}: no 'LocalPort RemoteDevice ...' header in SONiC LLDP table")
-    header = lines[head].split()
-    spans = _columns(lines[head + 1])
-    obs = Observation(devices={device})
-    for n, row in enumerate(lines[head + 2:], head + 3):
-        if not row.strip() or set(row.strip()) <= {"-"} or row.startswith("Total entries"):
-            continue
-        cells: dict[str, str] = {}
-        for i, (start, _) in enumerate(spans):
-            end = spans[i + 1][0] if i + 1 < len(spans) else len(row)
-            cells[header[i] if i < len(header) else str(i)] = row[start:end].strip()
-        try:
-            row_ = validate(SONIC_ROW, {"local": cells.get("LocalPort", ""), "sysname": cells.get("RemoteDevice", ""),
-                                        "port_id": cells.get("RemotePortID", ""),
-                                        "descr": cells.get("RemotePortDescr", "")}, f"{where}:{n}", "an LLDP row")
-        except InputError as exc:
-            raise LldpFormatError(str(exc)) from None
-        local, sysname, port_id, descr = row_.local, row_.sysname, row_.port_id, row_.descr
-        peer = names.device(sysname)
-        if peer is None:
-            obs.unresolved.append(f"{device}:{local} sees unknown system {shown(sysname)} port {shown(port_id)}")
-            continue
-        peer_port = names.port(peer, port_id)
-        if peer_port not in names.ports[peer] and descr:
-            peer_port = names.port(peer, descr)
-        obs.adjacencies.append(Adjacency((device, names.port(device, local)), (peer, peer_port), None,
-                                         source or device))
-    return obs
-
-
 def parse_lldp_file(path: Path, names: PlanNames, device: str | None = None) -> Observation:
     try:
         text = read_text(path, MAX_BYTES, bom=True)
@@ -192,7 +138,7 @@ def parse_lldp_file(path: Path, names: PlanNames, device: str | None = None) -> 
     dev = names.device(dev) or dev
     if path.suffix == ".json" or text.lstrip().startswith(("{", "[")):
         return parse_lldpcli_json(text, dev, names, str(path))
-    return parse_sonic_lldp_table(text, dev, names, str(path))
+    return nos.lldp_table(names.nos.get(dev)).parse(text, dev, names, str(path))
 
 
 def load_lldp(path: Path, names: PlanNames) -> Observation:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 
 
 class PlanNames:
     def __init__(self, plan: Plan):
         self.ports: dict[str, dict[str, str]] = {}
+        self.nos: dict[str, str | None] = {d.name: d.nos for d in plan.devices}
         for d in plan.devices:
             names: dict[str, str] = {}
             for p in d.ports:

@@ -1,13 +1,13 @@
 """Find a cluster's generated artifacts: `inventory/<cluster>` or its cluster.yaml, or an explicit --out
-(the folder and its plan.json are railforge/outdir.py's; these names stay for the tools that use them)."""
+(the folder and its plan.json are railforge/plan/outdir.py's; these names stay for the tools that use them)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from railforge import outdir
-from railforge.outdir import BuildError, MissingBuild
-from railforge.plan import Plan
+from railforge.plan import outdir
+from railforge.plan.model import Plan
+from railforge.plan.outdir import BuildError, MissingBuild
 
 __all__ = ["BuildError", "MissingBuild", "generated_dir", "load_generated_plan"]
 

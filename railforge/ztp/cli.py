@@ -11,18 +11,21 @@ from typing import Annotated
 
 import typer
 
-from railforge import outdir, show
-from railforge.args import ArgumentError, check_path, check_url
 from railforge.baremetal.hostmacs import TEMPLATE as HOST_TEMPLATE
 from railforge.baremetal.hostmacs import HostMacError, read_host_macs
 from railforge.baremetal.identity import identities
 from railforge.baremetal.kea import join_hosts
+from railforge.cli import show
+from railforge.cli.args import ArgumentError, check_path, check_url
+from railforge.formats.output import sweep_stale_stages
 from railforge.inputs import InputError
-from railforge.outdir import BuildError
-from railforge.output import sweep_stale_stages
-from railforge.ztp.credentials import CredentialError, load_credentials
+from railforge.plan import outdir
+from railforge.plan.outdir import BuildError
+from railforge.provision.credentials import CredentialError, load_credentials
+from railforge.provision.dhcp import DhcpError, DhcpOptions
+from railforge.provision.served import ServedFile
 from railforge.ztp.macs import TEMPLATE, MacFileError, provisioned, read_macs
-from railforge.ztp.render import DhcpOptions, ZtpError, ZtpFile, kea_config, oob_gateways, switch_files
+from railforge.ztp.render import ZtpError, kea_config, oob_gateways, switch_files
 
 KEA_FILE = outdir.KEA
 
@@ -50,7 +53,7 @@ def _mkdirs(stage: Path, folder: Path) -> None:
             os.chmod(path, 0o755)
 
 
-def write_tree(generated: Path, files: list[ZtpFile]) -> None:
+def write_tree(generated: Path, files: list[ServedFile]) -> None:
     """Replace generated/ztp as a whole; files are created with their final mode (no window at 0644)."""
     stage = generated / f".ztp.staging-{os.getpid()}"
     sweep_stale_stages(generated, "ztp", marks=(None, Path(KEA_FILE).name))
@@ -121,13 +124,13 @@ def ztp(
             host_ids = identities(plan, read_host_macs(host_file, plan))
             kea = json.dumps(join_hosts(json.loads(kea), host_ids, opts, oob_gateways(plan), tftp_server),
                              indent=2) + "\n"
-        files.append(ZtpFile(KEA_FILE, kea))
+        files.append(ServedFile(KEA_FILE, kea))
         write_tree(generated, files)
     except (MacFileError, HostMacError) as exc:
         for e in exc.errors:
             show.error(err, e)
         raise typer.Exit(2) from None
-    except (BuildError, CredentialError, ZtpError, InputError, ArgumentError, OSError) as exc:
+    except (BuildError, CredentialError, ZtpError, DhcpError, InputError, ArgumentError, OSError) as exc:
         show.error(err, exc)
         raise typer.Exit(2) from None
     switches = provisioned(plan)

@@ -21,10 +21,10 @@ from pathlib import Path
 from pydantic import BaseModel, TypeAdapter
 
 from railforge.inputs import InputError, MiB, Name, read_text, validate
-from railforge.plan import Plan
+from railforge.plan.model import Plan
+from railforge.provision.macs import normalise_mac
 from railforge.render.switch_macs import COLUMNS, TEMPLATE, provisioned
 
-_MAC = re.compile(r"[0-9a-f]{2}([:-])[0-9a-f]{2}(\1[0-9a-f]{2}){4}|[0-9a-f]{4}\.[0-9a-f]{4}\.[0-9a-f]{4}|[0-9a-f]{12}")
 _CLIENT_ID = re.compile(r"(?:[0-9a-f]{2}:)*[0-9a-f]{2}")
 
 
@@ -57,18 +57,6 @@ class SwitchId:
     mac: str | None
     client_id: str | None
     serial: str | None
-
-
-def normalise_mac(text: str) -> str | None:
-    """`0C:42:A1:00:00:01`, `0c-42-a1-00-00-01`, `0c42.a100.0001` or `0c42a1000001` -> `0c:42:a1:00:00:01`;
-    None when it is not a unicast MAC."""
-    text = text.strip().lower()
-    if not _MAC.fullmatch(text):
-        return None
-    digits = re.sub(r"[:.\-]", "", text)
-    if int(digits[:2], 16) & 1 or digits == "0" * 12:
-        return None
-    return ":".join(digits[i:i + 2] for i in range(0, 12, 2))
 
 
 def read_macs(path: Path, plan: Plan) -> list[SwitchId]:

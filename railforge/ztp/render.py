@@ -1,69 +1,35 @@
 """The files a switch fetches at first boot, and the Kea DHCPv4 configuration that points it at them.
 
-SONiC: DHCP option 67 (bootfile-name) carries the URL of `ztp/<switch>/ztp.json`, whose sections run in
-name order: 01-download puts the generated frr.conf at /etc/sonic/frr/frr.conf, 02-configdb-json merges
-the generated config_db.json onto the factory configuration (`config load`, not `reload`) and saves it,
-03-railforge-finish runs `sonic-finish.sh` (credentials, BGP restart on the new frr.conf, `config save`).
-Cumulus Linux: DHCP option 239 (cumulus-provision-url) carries the URL of `ztp/<switch>/cumulus-ztp.sh`,
-a script marked CUMULUS-AUTOPROVISIONING that fetches the generated startup.yaml and applies it with NVUE.
-The HTTP server's document root is the generated folder, so every URL is `<server>/<path in generated/>`.
+Each switch OS writes its own files (`ztp.files` of its profile, in `railforge/nos/<os>/ztp.py`) and names the
+DHCP option that carries the URL of its entry file (`ztp.entry`); this module collects them for every switch of
+the plan and writes the Kea configuration. The HTTP server's document root is the generated folder, so every URL
+is `<server>/<path in generated/>`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shlex
-from dataclasses import dataclass
 from ipaddress import ip_interface
 from pathlib import Path
 
-import jinja2
-import yaml
-
-from railforge import nos, outdir
+from railforge import nos
 from railforge.inputs import InputError, MiB, read_text
 from railforge.nos.profile import ZtpVariant
-from railforge.plan import Device, Plan
-from railforge.spec import yamlsafe
-from railforge.ztp.credentials import Credentials
+from railforge.plan import outdir
+from railforge.plan.model import Device, Plan
+from railforge.provision.credentials import Credentials
+from railforge.provision.dhcp import DhcpOptions, subnet_id
+from railforge.provision.served import ServedFile, url
 from railforge.ztp.macs import SwitchId, provisioned
 
-TEMPLATES = jinja2.Environment(
-    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
-    undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-)
-TEMPLATES.filters["q"] = shlex.quote
-SECRET_MODE = 0o600
-_FRR_ASN = re.compile(r"^router bgp (\d{1,10})$", re.MULTILINE)
-# names that go into a shell script: only what FRR and NVUE write for railforge's peer groups
-_FRR_GROUP = re.compile(r"^ neighbor ([A-Za-z0-9_.-]{1,64}) peer-group$", re.MULTILINE)
-_GROUP_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+# a peer-group name that goes into a shell script: letters, digits, '.', '_', '-' (what railforge's configs use)
+GROUP_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 MAX_CONFIG_BYTES = 64 * MiB
 
 
 class ZtpError(ValueError):
     pass
-
-
-@dataclass(slots=True, frozen=True)
-class ZtpFile:
-    path: str
-    text: str
-    mode: int = 0o644
-
-
-@dataclass(slots=True, frozen=True)
-class DhcpOptions:
-    server: str
-    dns: tuple[str, ...] = ()
-    domain: str | None = None
-    interfaces: tuple[str, ...] = ("*",)
-    lease_file: str = "/var/lib/kea/kea-leases4.csv"
-
-
-def url(server: str, rel: str) -> str:
-    return f"{server.rstrip('/')}/{rel}"
 
 
 def _variant(dev: Device) -> ZtpVariant:
@@ -77,67 +43,22 @@ def ztp_path(dev: Device) -> str:
     return outdir.ztp_file(dev.name, _variant(dev).entry)
 
 
-def _read(generated: Path, rel: str) -> str:
+def read_generated(generated: Path, rel: str) -> str:
+    """A generated switch file a ZTP file carries or names, through the strict reader."""
     if not (generated / rel).exists():
+        families = [p.renderer.family for p in nos.profiles() if p.ztp is not None and p.renderer is not None]
         raise ZtpError(f"{generated / rel} not found: ZTP serves the switch configs of a full `railforge build` "
-                       "(run it, with the sonic and nvue families)")
+                       f"(run it, with the {' and '.join(families)} families)")
     try:
         return read_text(generated / rel, MAX_CONFIG_BYTES)
     except InputError as exc:
         raise ZtpError(str(exc)) from None
 
 
-def sonic_files(dev: Device, generated: Path, server: str, creds: Credentials) -> list[ZtpFile]:
-    frr_path, db_path = outdir.config_file(dev.name, "frr.conf"), outdir.config_file(dev.name, "config_db.json")
-    frr = _read(generated, frr_path)
-    _read(generated, db_path)
-    asn = _FRR_ASN.search(frr)
-    ztp = {"ztp": {
-        "01-download": {"files": [{"url": {"source": url(server, frr_path),
-                                           "destination": "/etc/sonic/frr/frr.conf"}}]},
-        "02-configdb-json": {"url": {"source": url(server, db_path)},
-                             "clear-config": False, "save-config": True},
-        "03-railforge-finish": {"plugin": {"url": url(server, outdir.ztp_file(dev.name, "sonic-finish.sh")),
-                                           "ignore-section-data": True}},
-    }}
-    finish = TEMPLATES.get_template("sonic-finish.sh.j2").render(
-        name=dev.name, creds=creds, asn=asn.group(1) if asn else dev.asn, peer_groups=_FRR_GROUP.findall(frr))
-    return [ZtpFile(ztp_path(dev), json.dumps(ztp, indent=2) + "\n"),
-            ZtpFile(outdir.ztp_file(dev.name, "sonic-finish.sh"), finish, SECRET_MODE)]
-
-
-def _nvue_peer_groups(startup: str, source: str = "startup.yaml") -> list[str]:
-    groups: set[str] = set()
-    try:
-        for doc in yamlsafe.load(startup)[0] or []:
-            vrfs = ((doc or {}).get("set") or {}).get("vrf") or {}
-            for vrf in vrfs.values():
-                groups |= set((((vrf or {}).get("router") or {}).get("bgp") or {}).get("peer-group") or {})
-    except (yaml.YAMLError, AttributeError, TypeError, RecursionError):
-        raise ZtpError(f"{source}: not the NVUE startup.yaml `railforge build` writes") from None
-    bad = sorted(str(g) for g in groups if not isinstance(g, str) or not _GROUP_NAME.fullmatch(g))
-    if bad:
-        raise ZtpError(f"{source}: peer-group name {bad[0]!r} is not a plain name (letters, digits, '.', '_', '-')")
-    return sorted(groups)
-
-
-def cumulus_files(dev: Device, generated: Path, server: str, creds: Credentials) -> list[ZtpFile]:
-    startup_path = outdir.config_file(dev.name, "startup.yaml")
-    startup = _read(generated, startup_path)
-    script = TEMPLATES.get_template("cumulus-ztp.sh.j2").render(
-        name=dev.name, creds=creds, startup_url=url(server, startup_path),
-        peer_groups=_nvue_peer_groups(startup))
-    return [ZtpFile(ztp_path(dev), script, SECRET_MODE)]
-
-
-FILES = {"sonic": sonic_files, "cumulus": cumulus_files}
-
-
-def switch_files(plan: Plan, generated: Path, server: str, creds: Credentials) -> list[ZtpFile]:
-    out: list[ZtpFile] = []
+def switch_files(plan: Plan, generated: Path, server: str, creds: Credentials) -> list[ServedFile]:
+    out: list[ServedFile] = []
     for dev in provisioned(plan):
-        render = FILES[_variant(dev).files]
-        out += render(dev, generated, server, creds)
+        out += _variant(dev).files(dev, generated, server, creds)
     return out
 
 
@@ -145,12 +66,6 @@ def oob_gateways(plan: Plan) -> dict[str, str]:
     """OOB subnet -> its gateway (the OOB leaf's address on it)."""
     return {str(ip_interface(hs.prefix).network): hs.gateway
             for d in plan.devices if d.role == "oob-leaf" for hs in d.host_subnets}
-
-
-def subnet_id(network: str) -> int:
-    """Stable under growth: the subnet's position in the IPv4 space at its own prefix length."""
-    net = ip_interface(network).network
-    return int(net.network_address) >> (32 - net.prefixlen)
 
 
 def _variants() -> list[ZtpVariant]:

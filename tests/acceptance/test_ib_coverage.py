@@ -23,7 +23,7 @@ from railforge.acceptance.ibroutes import Router
 from railforge.acceptance.lft import read_lfts
 from railforge.acceptance.results import PairResult, Results, read_acceptance_plan
 from railforge.lab import ibsim
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from tests.acceptance.test_results import write_results
 from tests.conftest import example_spec, require_tool, run_cli
 from tests.helpers.ibtracert import upper_cables

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from tests.acceptance.tinylab import tiny_roce_lab
 from tests.conftest import require_tool, run_cli
 

@@ -19,7 +19,7 @@ import pytest
 
 from railforge.acceptance import ecmppin, labrun
 from railforge.acceptance.document import dumps
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from tests.acceptance.tinylab import tiny_roce_lab
 from tests.conftest import require_tool, run_cli
 

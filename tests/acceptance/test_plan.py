@@ -17,7 +17,7 @@ import pytest
 from railforge.acceptance.document import build, dumps
 from railforge.acceptance.jobs import files
 from railforge.acceptance.paths import miss_probability
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 from railforge.planner import build_plan
 from railforge.spec import load_spec
 from tests.conftest import EXAMPLES, ROOT, plan_of, run_cli

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from railforge.baremetal.hostmacs import read_host_macs
 from railforge.baremetal.identity import identities
 from railforge.baremetal.register import RATE, BadReport, read_report, serve
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from tests.conftest import require_tool, run_cli
 
 SERVER, REPORT = "http://10.20.0.33:8080", "http://10.20.0.33:8081/register"

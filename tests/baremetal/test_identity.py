@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from railforge.baremetal.hostmacs import COLUMNS, HostMacError, read_host_macs
 from railforge.baremetal.identity import SelectionError, identities, select
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from tests.baremetal.conftest import bmc_mac, boot_mac
 from tests.conftest import require_tool, run_cli
 

@@ -36,7 +36,7 @@ def _sh(*cmd: str, **kw) -> subprocess.CompletedProcess:
 
 
 def _bmc_cli(base: Path, out: Path, *args: str, password: str = PASSWORD) -> subprocess.CompletedProcess:
-    return subprocess.run(["ip", "netns", "exec", NS, sys.executable, "-c", "from railforge.cli import app; app()",
+    return subprocess.run(["ip", "netns", "exec", NS, sys.executable, "-c", "from railforge.cli.main import app; app()",
                            "bmc", *args, str(base), "--out", str(out), "--url", f"http://{{bmc}}:{PORT}"],
                           capture_output=True, text=True, cwd=ROOT, timeout=900,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "COLUMNS": "200",

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from tests.baremetal.conftest import SPEC, fill_host_macs
 from tests.conftest import ROOT, require_tool, run_cli
 
@@ -117,7 +117,7 @@ def lab(tmp_path_factory):
                                        "--bind", gateway, "--directory", str(out)],
                                       stdout=(base / "http.log").open("w"), stderr=subprocess.STDOUT))
         procs.append(subprocess.Popen(["ip", "netns", "exec", NS, sys.executable, "-c",
-                                       "from railforge.cli import app; app()", "boot", "report-in", str(base),
+                                       "from railforge.cli.main import app; app()", "boot", "report-in", str(base),
                                        "--out", str(out), "--listen", f"{gateway}:{REPORT_PORT}",
                                        "--state", str(base / "state")], cwd=ROOT,
                                       stdout=(base / "report-in.log").open("w"), stderr=subprocess.STDOUT))

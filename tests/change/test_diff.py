@@ -15,7 +15,8 @@ import yaml
 
 from railforge.change.compare import compare
 from railforge.change.workorder import steps
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
+from railforge.plan.model import SCHEMA_VERSION
 from tests.conftest import example_spec, plan_of, require_tool, run_cli
 
 NAME = "roce-a800-4nic"
@@ -159,7 +160,7 @@ def test_bad_input_says_what_and_writes_nothing(builds, tmp_path):
     proc = run_cli("diff", str(tmp_path / "v99.json"), str(builds["three"]), "--work-order", str(wo), check=False)
     assert proc.returncode == 2 and "schema_version 99" in proc.stderr
 
-    raw["schema_version"] = 1
+    raw["schema_version"] = SCHEMA_VERSION
     raw["cluster"]["name"] = "other"
     (tmp_path / "other.json").write_bytes(orjson.dumps(raw))
     proc = run_cli("diff", str(tmp_path / "other.json"), str(builds["three"]), "--work-order", str(wo), check=False)

@@ -21,10 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from railforge import show
-from railforge.args import ArgumentError, check_path, check_url
-from railforge.output import Output, OutputError
-from railforge.planio import read_plan
+from railforge.cli import show
+from railforge.cli.args import ArgumentError, check_path, check_url
+from railforge.formats.output import Output, OutputError
+from railforge.plan.io import read_plan
 from railforge.ztp.macs import TEMPLATE
 from tests.conftest import ROOT, run_cli
 from tests.helpers.hostile import check_output, invoke, json_mutation, markup_mutation, mutated, typed_mutation

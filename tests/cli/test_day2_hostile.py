@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, TypeAdapter
 
-from railforge import show
-from railforge.args import ArgumentError, check_path, check_url
+from railforge.cli import show
+from railforge.cli.args import ArgumentError, check_path, check_url
+from railforge.cli.parallel import die_with_parent
+from railforge.formats.output import STAGE_MARK, sweep_stale_stages
 from railforge.inputs import InputError, Name, check_json, load_json, parse_json, read_bytes
-from railforge.output import STAGE_MARK, sweep_stale_stages
-from railforge.parallel import die_with_parent
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from tests.conftest import ROOT, require_tool, run_cli
 from tests.helpers.hostile import invoke, one_line, write
 from tests.verify.test_verify import ibnetdiscover_text, sonic_table
@@ -246,7 +246,7 @@ def test_plan_of_another_schema_version(roce: Path, tmp_path: Path) -> None:
     data["schema_version"] = 99
     bad = save_plan(tmp_path / "bad", data)
     code, text = invoke("verify", "cabling", str(TINY), "--out", str(bad), "--lldp", str(bad), codes=(2,))
-    assert "plan schema_version 99; this railforge reads schema_version 1" in text
+    assert "plan schema_version 99; this railforge reads schema_version 2" in text
 
 
 # --- files that are not files ---
@@ -414,7 +414,7 @@ def test_partial_build_sweeps_folders_a_killed_merge_moved_aside(tmp_path: Path)
 
 def test_forked_worker_dies_with_its_parent(tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
-    code = (f"import os, time\nfrom railforge.parallel import die_with_parent\nparent = os.getpid()\n"
+    code = (f"import os, time\nfrom railforge.cli.parallel import die_with_parent\nparent = os.getpid()\n"
             f"pid = os.fork()\nif pid == 0:\n    die_with_parent(parent)\n"
             f"    open({str(pidfile)!r}, 'w').write(str(os.getpid()))\n"
             f"    time.sleep(60)\n    os._exit(0)\ntime.sleep(60)\n")

@@ -38,7 +38,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from railforge.cli import app
+from railforge.cli.main import app
 from tests.baremetal.conftest import fill_host_macs
 from tests.conftest import ROOT, run_cli
 from tests.helpers.hostile import TOKENS, check_output, mutated, no_hang

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from railforge.cli import WORK_ORDER
+from railforge.cli.main import WORK_ORDER
 from railforge.render import families
 from tests.conftest import ROOT
 

@@ -19,8 +19,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from typer.testing import CliRunner
 
-from railforge.cli import app
-from railforge.output import STAGE_MARK, Output, UnsafePath, sweep_stale_stages
+from railforge.cli.main import app
+from railforge.formats.output import STAGE_MARK, Output, UnsafePath, sweep_stale_stages
 from railforge.spec import models, yamlsafe
 from railforge.spec.models import ClusterSpec
 from tests.conftest import ROOT, require_tool
@@ -358,7 +358,7 @@ def test_real_full_disk_and_read_only_mount(tmp_path: Path) -> None:
 
 # 'r' is written once main() has installed its SIGINT handler: a signal between the script's own write and
 # main's first line would be the probe's KeyboardInterrupt, not railforge's (seen once in CI with delay 0).
-READY = ("import os, signal\nfrom railforge import entry\nreal = signal.signal\n"
+READY = ("import os, signal\nfrom railforge.cli import entry\nreal = signal.signal\n"
          "def ready(signum, handler):\n    previous = real(signum, handler)\n"
          "    if handler is entry._on_sigint:\n        os.write(1, b'r')\n    return previous\n"
          "signal.signal = ready\nentry.main()")
@@ -384,7 +384,7 @@ def test_ctrl_c_at_start_up_is_one_line(delay: float) -> None:
 def test_ctrl_c_after_the_command_returned_is_ignored() -> None:
     """A finished command exits with its own status: a SIGINT during interpreter shutdown (default handler
     restored) would otherwise kill it with -2 and no message after it had printed its result."""
-    probe = ("import signal, sys; from railforge import entry; sys.argv = ['railforge', '--help']\n"
+    probe = ("import signal, sys; from railforge.cli import entry; sys.argv = ['railforge', '--help']\n"
              "try:\n    entry.main()\nexcept SystemExit as exc:\n"
              "    print(exc.code, signal.getsignal(signal.SIGINT) is signal.SIG_IGN, file=sys.stderr)")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)

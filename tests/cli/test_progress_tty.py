@@ -11,8 +11,8 @@ import select
 import subprocess
 import sys
 
-from railforge.cli import PARALLEL_MIN_DEVICES
-from railforge.parallel import jobs_for
+from railforge.cli.main import PARALLEL_MIN_DEVICES
+from railforge.cli.parallel import jobs_for
 from railforge.render import families
 from tests.conftest import ROOT, example_spec, plan_of
 

@@ -26,7 +26,7 @@ import pytest
 from railforge.lab.daemons import vtysh
 from railforge.lab.scope import lab_topology
 from railforge.lab.state import load_state, run_dir
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from railforge.render import grafana
 from railforge.render.health import Expected, alertmanager_text, rules_text
 from tests.conftest import ROOT, require_tool, run_cli

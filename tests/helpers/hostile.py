@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from railforge.cli import app
+from railforge.cli.main import app
 from railforge.inputs import control_char
 
 HANG_S = 20

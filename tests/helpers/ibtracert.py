@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 from railforge.verify.ibnet import device_of
 
 HOP = re.compile(r'\[(\d+)\] -> (?:switch|ca) port \{0x[0-9a-f]+\}\[\d+\].*"([^"]*)"\s*$')

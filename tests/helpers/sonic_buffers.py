@@ -5,7 +5,7 @@ twice."""
 
 from __future__ import annotations
 
-from railforge.nos.sonic_buffers import defaults_for, id_ranges, load_buffers, priorities
+from railforge.nos.sonic.buffer_defaults import defaults_for, id_ranges, load_buffers, priorities
 from tests.helpers.sonic_yang import merged
 
 

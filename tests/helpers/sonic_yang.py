@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     dbs = {str(p): json.loads(p.read_text(encoding="utf-8")) for p in args.files}
     failures: dict[str, str] = {}
     if args.hwsku:
-        from railforge.nos.sonic_buffers import BufferDataError, BufferTemplateMissing
+        from railforge.nos.sonic.buffer_defaults import BufferDataError, BufferTemplateMissing
         from tests.helpers.sonic_buffers import platform_defaults
 
         for k, db in list(dbs.items()):

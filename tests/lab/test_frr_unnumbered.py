@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from railforge.plan.switch_model import build_models
 from railforge.planner import build_plan
-from railforge.render.switch_model import build_models
 from railforge.spec import load_spec
 from tests.conftest import ROOT, require_tool, run_cli
 

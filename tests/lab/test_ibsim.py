@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from railforge.lab import ibsim
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from railforge.render import ibnetdiscover
 from railforge.spec import load_spec
 from railforge.verify.cabling import compare

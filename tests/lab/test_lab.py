@@ -119,7 +119,7 @@ def test_interrupted_bring_up_leaves_nothing(generated: Path) -> None:
     if namespaces(prefix) or lab_processes(prefix):
         pytest.fail(f"a lab with prefix {prefix} is left from an earlier run: `railforge lab down {CLUSTER} "
                     f"--prefix {prefix}` first ({namespaces(prefix)[:3]})")
-    cmd = [sys.executable, "-c", "from railforge.cli import app; app()", "lab", "up", CLUSTER, "--out",
+    cmd = [sys.executable, "-c", "from railforge.cli.main import app; app()", "lab", "up", CLUSTER, "--out",
            str(generated), "--prefix", prefix]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     t0 = time.monotonic()

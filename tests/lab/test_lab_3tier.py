@@ -20,8 +20,8 @@ import yaml
 
 from railforge.lab.checks import expected_fib
 from railforge.lab.memory import memory_problems
-from railforge.lab.nvue import NvueError, frr_conf_text, frr_config
 from railforge.lab.scope import ScopeError, lab_topology
+from railforge.nos.cumulus.lab import NvueError, frr_conf_text, frr_config
 from tests.conftest import ROOT, plan_of, require_tool, run_cli
 from tests.helpers import cni
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from railforge.lab.scope import lab_topology
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from tests.conftest import example_spec, require_tool, run_cli
 
 PREFIX = "rfr-"

@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from railforge.hardware.catalog import builtin_catalog
-from railforge.nos.sonic_buffers import (
+from railforge.nos.sonic import render as sonic
+from railforge.nos.sonic.buffer_defaults import (
     BufferDataError,
     BufferTemplateMissing,
     Failed,
@@ -24,8 +25,7 @@ from railforge.nos.sonic_buffers import (
     parse,
     priorities,
 )
-from railforge.plan import Qos
-from railforge.render import sonic
+from railforge.plan.model import Qos
 
 SN5600, TH5 = "ACS-SN5600", "M2-W6940-128QC"
 

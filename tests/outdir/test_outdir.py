@@ -1,4 +1,4 @@
-"""railforge/outdir.py owns the generated folder: where it is, plan.json read with the schema check, and
+"""railforge/plan/outdir.py owns the generated folder: where it is, plan.json read with the schema check, and
 artifact paths; every tool takes them from it (parsed here, so a new spelling elsewhere fails)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from railforge import outdir
-from railforge.plan import SCHEMA_VERSION
+from railforge.plan import outdir
+from railforge.plan.model import SCHEMA_VERSION
 from tests.conftest import ROOT, run_cli
 
 PACKAGE = ROOT / "railforge"

@@ -1,28 +1,41 @@
-"""Golden plans (netlab-style input -> expected transformation): for a few small specs in tests/specs/, an
-excerpt of plan.json that a reader can check by eye -- the cluster summary, the first device of every role with
-its cabled ports, and the first two cables of every fabric tier -- compared byte for byte.
+"""Golden plans (netlab-style input -> expected transformation): for every spec (each tests/specs/*.yaml and each
+example inventory/*/cluster.yaml, found by glob), an excerpt of plan.json that a reader can check by eye -- the
+cluster summary, the first device of every role with its cabled ports, and the first two cables of every fabric
+tier -- compared byte for byte; and, for every spec small enough to keep, the whole plan.json as railforge wrote
+it at schema_version 1 (tests/golden/plans-v1/<spec>.json.gz, written before issue 35 renamed the devices'
+`sonic_platform`/`sonic_hwsku` to `platform`/`hwsku`): read back through the migrating reader, it must give this
+build's plan.json byte for byte, so every field but the renamed two is unchanged.
 
-The files under tests/golden/plans/ were reviewed by eye once. After a deliberate planner change, regenerate
-them with `UPDATE_GOLDEN=1 pytest tests/planner/test_golden_plans.py` and review the diff before committing.
+The excerpts under tests/golden/plans/ were reviewed by eye. After a deliberate planner change, regenerate them
+with `UPDATE_GOLDEN=1 pytest tests/planner/test_golden_plans.py` and review the diff before committing; that also
+rewrites the schema_version 1 fixtures as version 1 of the new plans (the renamed keys back), so they keep
+testing the migration.
 """
 
 from __future__ import annotations
 
 import difflib
+import gzip
+import io
 import json
 import os
 
 import orjson
 import pytest
 
+from railforge.plan.io import RENAMED_IN_2, read_plan, write_plan
 from tests.conftest import ROOT, run_cli
 
 GOLDEN = ROOT / "tests" / "golden" / "plans"
-SPECS = ("tiny-clos", "tiny-roce", "configs-ib", "ztp-mixed")
+GOLDEN_V1 = ROOT / "tests" / "golden" / "plans-v1"
+SPEC_FILES = {**{p.stem: p for p in (ROOT / "tests" / "specs").glob("*.yaml")},
+              **{p.parent.name: p for p in (ROOT / "inventory").glob("*/cluster.yaml")}}
+SPECS = sorted(SPEC_FILES)
+V1_MAX_BYTES = 200_000  # compressed; the 16K-GPU example's (1.6 MB) is left out
 CLUSTER_KEYS = ("name", "fabric", "tiers", "mode", "uplinks", "host_addressing", "gpus", "nodes", "rails", "sus",
                 "max_sus", "nodes_per_su")
 DEVICE_KEYS = ("name", "role", "fabric", "model", "nos", "rack", "u", "height_u", "su", "rail", "asn", "loopback",
-               "mgmt_address")
+               "mgmt_address", "platform", "hwsku")
 PORT_KEYS = ("name", "label", "speed_mbps", "breakout", "address", "link")
 LINK_KEYS = ("id", "fabric", "tier", "speed_mbps", "media", "length_m", "su", "rail")
 
@@ -58,13 +71,30 @@ def text(x: dict) -> str:
             + '],\n"device_types": [\n' + ",\n".join(map(one, x["device_types"])) + "]\n}\n")
 
 
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+
+
+@pytest.fixture(scope="module")
+def plan_of(tmp_path_factory):
+    """plan_of(spec) -> the plan.json bytes `railforge build --only plan` writes for it, built once."""
+    cache: dict[str, bytes] = {}
+
+    def build(spec: str) -> bytes:
+        if spec not in cache:
+            out = tmp_path_factory.mktemp(spec)
+            run_cli("build", str(SPEC_FILES[spec]), "--out", str(out), "--only", "plan")
+            cache[spec] = (out / "plan.json").read_bytes()
+        return cache[spec]
+
+    return build
+
+
 @pytest.mark.parametrize("spec", SPECS)
-def test_golden_plan(spec, tmp_path):
-    run_cli("build", str(ROOT / "tests" / "specs" / f"{spec}.yaml"), "--out", str(tmp_path), "--only", "plan")
-    actual = text(excerpt(orjson.loads((tmp_path / "plan.json").read_bytes())))
+def test_golden_plan(spec, plan_of):
+    actual = text(excerpt(orjson.loads(plan_of(spec))))
     assert json.loads(actual)["counts"]["devices"] > 0
     golden = GOLDEN / f"{spec}.json"
-    if os.environ.get("UPDATE_GOLDEN") == "1":
+    if UPDATE:
         golden.parent.mkdir(parents=True, exist_ok=True)
         golden.write_text(actual, encoding="utf-8")
         return
@@ -75,5 +105,51 @@ def test_golden_plan(spec, tmp_path):
     assert actual == expected, diff
 
 
+def as_schema_1(plan_json: bytes) -> bytes:
+    """A plan.json as schema_version 1 wrote it: the renamed device keys under their old names."""
+    data = orjson.loads(plan_json)
+    back = {new: old for old, new in RENAMED_IN_2.items()}
+    data["schema_version"] = 1
+    data["devices"] = [{back.get(k, k): v for k, v in d.items()} for d in data["devices"]]
+    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+
+
+def _v1_fixtures() -> list[str]:
+    return sorted(p.name.removesuffix(".json.gz") for p in GOLDEN_V1.glob("*.json.gz"))
+
+
+@pytest.mark.parametrize("spec", _v1_fixtures())
+def test_a_schema_1_plan_reads_as_this_build(spec, plan_of, tmp_path):
+    fixture = GOLDEN_V1 / f"{spec}.json.gz"
+    if UPDATE:
+        fixture.write_bytes(gzip.compress(as_schema_1(plan_of(spec)), mtime=0))
+        return
+    old = gzip.decompress(fixture.read_bytes())
+    assert orjson.loads(old)["schema_version"] == 1 and b'"sonic_platform":' in old
+    (tmp_path / "plan.json").write_bytes(old)
+    buf = io.BytesIO()
+    write_plan(read_plan(tmp_path / "plan.json"), buf)
+    assert buf.getvalue() == plan_of(spec)
+
+
+def test_schema_1_fixtures_cover_every_spec_that_fits():
+    left_out = {s for s in SPECS if s not in _v1_fixtures()}
+    assert left_out == {"roce-16k-railplane"}
+    assert all((GOLDEN_V1 / f"{s}.json.gz").stat().st_size <= V1_MAX_BYTES for s in _v1_fixtures())
+
+
+def test_a_schema_1_plan_with_a_new_key_is_refused(plan_of, tmp_path):
+    data = orjson.loads(as_schema_1(plan_of("tiny-roce")))
+    data["devices"][-1]["platform"] = "x"
+    (tmp_path / "plan.json").write_bytes(orjson.dumps(data))
+    with pytest.raises(ValueError, match=r"devices\[\d+\]: 'platform' is not a key of a schema_version 1 plan"):
+        read_plan(tmp_path / "plan.json")
+
+
 def test_golden_folder_holds_only_the_cases():
     assert sorted(p.name for p in GOLDEN.iterdir()) == sorted(f"{s}.json" for s in SPECS)
+
+
+def test_every_spec_is_a_case():
+    assert len(SPECS) == len(list((ROOT / "tests" / "specs").glob("*.yaml"))) + len(list(
+        (ROOT / "inventory").glob("*/cluster.yaml"))) and {"tiny-clos", "roce-16k-railplane"} <= set(SPECS)

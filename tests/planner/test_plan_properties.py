@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from railforge import planio
-from railforge.plan import Plan
+from railforge.plan import io as planio
+from railforge.plan.model import Plan
 from railforge.planner import build_plan
 from railforge.spec.errors import SpecError
 from railforge.spec.loader import validate
@@ -234,7 +234,7 @@ def test_failed_build_leaves_previous_output(tmp_path: Path) -> None:
 def test_interrupted_render_leaves_previous_output(tmp_path: Path, monkeypatch) -> None:
     from typer.testing import CliRunner
 
-    import railforge.cli as cli
+    import railforge.cli.main as cli
     from railforge.render import Family, families
 
     out = tmp_path / "out"

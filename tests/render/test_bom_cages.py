@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import pytest
 
-from railforge.plan import SWITCH_ROLES
+from railforge.plan.model import SWITCH_ROLES
 from railforge.planner import build_plan
 from railforge.render.bom import bill_of_materials
 from railforge.render.report import report_markdown

@@ -131,7 +131,7 @@ def test_pull_sheets_list_every_cable_touching_the_rack(built):
 
 
 def test_workbook_writer_escapes_text_and_continues_past_the_row_limit(tmp_path, monkeypatch):
-    from railforge.render import xlsx
+    from railforge.formats import xlsx
 
     monkeypatch.setattr(xlsx, "MAX_ROWS", 4)
     wb = xlsx.Workbook(tmp_path / "t.xlsx")
@@ -178,7 +178,7 @@ def test_columns_of_few_values_read_back_as_written(rows):
 def test_column_width_is_the_longest_shown_value(values, header):
     """Widths measured by type and distinct value equal the plain definition: the longest header or non-empty cell
     as the sheet shows it (an int as digits, a float as repr), plus 2."""
-    from railforge.render import xlsx
+    from railforge.formats import xlsx
 
     shown = [len(v) if isinstance(v, str) else len(repr(v) if isinstance(v, float) else str(int(v)))
              for v in values if v is not None and v != ""]
@@ -208,8 +208,8 @@ _NAME = st.sampled_from(["sw-a", "sw-b", "gpu,1", 'q"x', "n"])
 def test_pull_sheets_are_csv_writer_rows_per_rack(ends):
     """Pull sheets, formatted column-wise and sorted into racks, against csv.writer on rows built and sorted per
     rack the plain way; names with a comma or a quote take csv's quoting."""
+    from railforge.plan.tables import CABLE_COLUMNS
     from railforge.render.cabling import PULL_COLUMNS, pull_sheets
-    from railforge.render.tables import CABLE_COLUMNS
 
     rows = [(f"C-{n}", "compute", "leaf-spine", 1, None, ar, au, ad, ap, f"{ap}L", br, bu, bd, bp, f"{bp}L", "400G",
              media, "part", 2, "", length) for n, (ar, au, ad, ap, br, bu, bd, bp, length, media) in enumerate(ends)]
@@ -237,7 +237,7 @@ def _assert_batched_match(rows, columns=("a", "b")):
     import tempfile
     from pathlib import Path
 
-    from railforge.render import xlsx
+    from railforge.formats import xlsx
 
     def shown(v):
         if isinstance(v, str):

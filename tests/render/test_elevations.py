@@ -7,7 +7,7 @@ from collections import defaultdict
 
 import pytest
 
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 

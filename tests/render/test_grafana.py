@@ -26,7 +26,7 @@ from grafana_foundation_sdk.cog.plugins import register_default_plugins
 from grafana_foundation_sdk.models.dashboard import Dashboard as DashboardModel
 
 from railforge.health.nodecheck import Finding, check_gpus_xml, check_nvlink
-from railforge.plan import Link, Plan
+from railforge.plan.model import Link, Plan
 from railforge.render.grafana import ALL, RATE, dashboards, encode, uid
 from railforge.render.health import rules_text
 from tests.conftest import ROOT, plan_of, require_tool

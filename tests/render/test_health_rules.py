@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from railforge.plan import Link, Plan
+from railforge.plan.model import Link, Plan
 from railforge.render.health import Expected, alertmanager_text, rules_text
 from tests.conftest import plan_of, require_tool
 

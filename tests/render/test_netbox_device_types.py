@@ -9,8 +9,8 @@ import io
 import orjson
 import yaml
 
-from railforge.output import Output
-from railforge.planio import read_plan, write_plan
+from railforge.formats.output import Output
+from railforge.plan.io import read_plan, write_plan
 from railforge.render import netbox
 from tests.conftest import ROOT, run_cli
 

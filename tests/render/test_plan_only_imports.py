@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "railforge"
-CONSUMERS = ("render", "verify", "lab", "change", "ztp", "baremetal")
+DAY2 = ("verify", "lab", "change", "ztp", "baremetal")
+CONSUMERS = ("render", *DAY2, "plan", "provision", "formats")
 FORBIDDEN = ("railforge.planner", "railforge.hardware")
 
 
@@ -39,15 +40,31 @@ def test_the_parser_sees_every_form():
     src = ("import railforge.planner.ports\nfrom railforge import planner\nfrom railforge.planner.ports import x\n"
            "def f():\n    from railforge.hardware.catalog import builtin_catalog\n")
     assert {"railforge.planner", "railforge.planner.ports", "railforge.hardware.catalog"} <= set(_bad(imported(src)))
-    assert _bad(imported("from railforge.plan import Plan\nfrom railforge import nos\n")) == []
+    assert _bad(imported("from railforge.plan.model import Plan\nfrom railforge import nos\n")) == []
 
 
 def test_no_family_registry_imports_a_day2_tool():
     registry = imported((PACKAGE / "render" / "__init__.py").read_text(encoding="utf-8"))
-    assert [n for n in registry if n.split(".")[:2] in (["railforge", t] for t in CONSUMERS[1:])] == []
+    assert [n for n in registry if n.split(".")[:2] in (["railforge", t] for t in DAY2)] == []
     assert not any(n.startswith("railforge.ztp") for n in registry)
 
 
 def test_ztp_does_not_borrow_from_verify():
     for path in (PACKAGE / "ztp").rglob("*.py"):
         assert not [n for n in imported(path.read_text(encoding="utf-8")) if n.startswith("railforge.verify")], path
+
+
+def _imports_of(package: str) -> dict[str, set[str]]:
+    return {str(p.relative_to(PACKAGE)): imported(p.read_text(encoding="utf-8"))
+            for p in sorted((PACKAGE / package).rglob("*.py"))}
+
+
+@pytest.mark.parametrize(("package", "forbidden"), [
+    ("baremetal", ("railforge.ztp",)),
+    ("provision", ("railforge.ztp", "railforge.baremetal")),
+])
+def test_provisioning_has_no_cycle(package, forbidden):
+    """ztp may use baremetal (host reservations in its Kea file); baremetal and the shared core never use ztp."""
+    found = {f: bad for f, names in _imports_of(package).items()
+             if (bad := sorted(n for n in names if n.startswith(forbidden)))}
+    assert found == {}

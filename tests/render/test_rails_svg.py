@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 from PIL import Image
 
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from tests.conftest import require_tool, tool_path
 
 NS = {"s": "http://www.w3.org/2000/svg"}

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from railforge.plan import SWITCH_ROLES
+from railforge.plan.model import SWITCH_ROLES
 from railforge.render.report import failure_interval_hours, job_interruption_probability, report_markdown
 from tests.conftest import plan_of, run_cli
 

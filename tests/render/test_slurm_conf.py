@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from railforge.planio import read_plan, write_plan
+from railforge.plan.io import read_plan, write_plan
 from railforge.planner import build_plan
 from railforge.render.slurm import compress2, gres_conf, slurm_conf
 from railforge.spec import load_spec

@@ -13,11 +13,11 @@ import orjson
 import pytest
 import yaml
 
-from railforge.nos.sonic_buffers import priorities
+from railforge.nos.cumulus.render import release_of, syntax
+from railforge.nos.sonic import render as sonic
+from railforge.nos.sonic.buffer_defaults import priorities
+from railforge.plan.switch_model import IncompletePlan, PlanIndex, build_models, build_switch
 from railforge.planner import build_plan
-from railforge.render import sonic
-from railforge.render.nvue import release_of, syntax
-from railforge.render.switch_model import IncompletePlan, PlanIndex, build_models, build_switch
 from railforge.spec import load_spec
 from tests.conftest import ROOT, plan_of, require_tool, run_cli
 from tests.helpers.nvue_schema import NvueLoader

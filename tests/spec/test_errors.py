@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from railforge.cli import app
+from railforge.cli.main import app
 from tests.conftest import ROOT
 
 CASES = sorted((ROOT / "tests" / "errors").glob("*.yaml"))

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from railforge.cli import summary_table
+from railforge.cli.main import summary_table
 from railforge.planner import build_plan
 from railforge.render.report import report_markdown
 from railforge.spec import load_spec, yamlsafe

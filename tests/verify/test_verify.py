@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from railforge.plan import Endpoint, Link, Plan
+from railforge.nos.sonic.lldp import parse_table as parse_sonic_lldp_table
+from railforge.plan.model import Endpoint, Link, Plan
 from railforge.verify.cabling import compare
 from railforge.verify.ibnet import IbnetFormatError, device_of, ib_port_number, parse_ibnetdiscover, parse_nodes
-from railforge.verify.lldp import LldpFormatError, mau_speed_mbps, parse_lldpcli_json, parse_sonic_lldp_table
+from railforge.verify.lldp import LldpFormatError, mau_speed_mbps, parse_lldpcli_json
 from railforge.verify.names import PlanNames
 from tests.conftest import plan_of, run_cli
 

@@ -21,7 +21,7 @@ import pytest
 
 from railforge.lab import daemons
 from railforge.lab.state import load_state
-from railforge.plan import Plan
+from railforge.plan.model import Plan
 from railforge.verify.fabric import expected_routes, planned_sessions
 from railforge.verify.fabric_check import verify_fabric
 from tests.conftest import ROOT, plan_of, require_tool, run_cli, tool_path

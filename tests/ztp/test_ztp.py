@@ -58,7 +58,7 @@ def _plan_device(out: Path, name: str) -> dict:
 def _oob_gateway(out: Path, address: str) -> str:
     from ipaddress import ip_interface
 
-    from railforge.planio import read_plan
+    from railforge.plan.io import read_plan
 
     plan = read_plan(out / "plan.json")
     net = ip_interface(address).network
@@ -74,7 +74,7 @@ def test_template_lists_every_ztp_switch_with_its_address(build) -> None:
     _, out = build
     rows = (out / "switch-macs.csv").read_text().splitlines()
     assert rows[0].split(",")[:4] == ["switch", "mac", "client_id", "serial"]
-    from railforge.planio import read_plan
+    from railforge.plan.io import read_plan
 
     plan = read_plan(out / "plan.json")
     want = {d.name: d.mgmt_address for d in plan.switches() if d.mgmt_address and d.nos in ("sonic", "cumulus")}
@@ -93,7 +93,7 @@ def test_template_lists_every_ztp_switch_with_its_address(build) -> None:
     ("spine01,0c:42:a1:00:00:01\nspine01,0c:42:a1:00:00:02\n", ":3: switch spine01 is listed again (first on line 2)"),
 ])
 def test_bad_mac_file_is_rejected_naming_the_row(build, tmp_path: Path, rows: str, message: str) -> None:
-    from railforge.planio import read_plan
+    from railforge.plan.io import read_plan
     from railforge.ztp.macs import MacFileError, read_macs
 
     _, out = build
@@ -168,8 +168,8 @@ def test_secrets_land_only_in_the_files_that_carry_them(build) -> None:
         proc = subprocess.run(["bash", "-n", str(out / rel)], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
     before = {p: p.read_bytes() for p in sorted((out / "ztp").rglob("*")) if p.is_file()}
-    again = subprocess.run([sys.executable, "-c", "from railforge.cli import app; app()", "ztp", str(base), "--out",
-                            str(out), "--server", "http://10.250.0.1:8080", "--credentials", "-"],
+    again = subprocess.run([sys.executable, "-c", "from railforge.cli.main import app; app()", "ztp", str(base),
+                            "--out", str(out), "--server", "http://10.250.0.1:8080", "--credentials", "-"],
                            input=creds.read_text(), capture_output=True, text=True, cwd=ROOT,
                            env={**os.environ, "RAILFORGE_BGP_PASSWORD": BGP_PASSWORD})
     assert again.returncode == 0, again.stderr
@@ -371,9 +371,10 @@ def test_kea_config_by_client_id_loads_and_is_stable_when_the_cluster_grows(tmp_
     """A reservation by client-id (no MAC) passes `kea-dhcp4 -t`; adding an SU keeps every existing subnet id,
     address and option, and only appends."""
     from railforge.planner import build_plan
+    from railforge.provision.dhcp import DhcpOptions
     from railforge.spec import load_spec
     from railforge.ztp.macs import SwitchId
-    from railforge.ztp.render import DhcpOptions, kea_config
+    from railforge.ztp.render import kea_config
 
     grown = tmp_path / "grown.yaml"
     grown.write_text(SPEC.read_text().replace("  count: 1\n", "  count: 2\n"))
