@@ -1,6 +1,6 @@
 """Kubernetes Node objects for a plan's GPU nodes, managed by KWOK (tests/helpers/k8s_cluster.py).
 
-Read from plan.json through railforge's plan reader (`railforge.planio.read_plan`), never re-derived:
+Read from plan.json through railforge's plan reader (`railforge.plan.io.read_plan`), never re-derived:
   - name: the plan's device name;
   - capacity = allocatable: `nvidia.com/gpu` = the plan's gpus_per_node, one `rdma/rail<N>` per rail of the node
     (count = the stack's default rdmaHcaMax, what rdma-shared-dev-plugin advertises per resource), `cpu` and
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from railforge.hardware.catalog import builtin_catalog
-from railforge.plan import Device, Plan
+from railforge.plan.model import Device, Plan
 
 from .k8s_cluster import KWOK_ANNOTATION, K8sHarnessError, KubeApi
 

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from railforge.planio import read_plan
+from railforge.plan.io import read_plan
 from tests.helpers.k8s_cluster import K8sHarnessError
 from tests.helpers.k8s_nodes import GPU, RDMA_HCA_MAX, TENANT_LABEL, plan_nodes, without_resource
 
