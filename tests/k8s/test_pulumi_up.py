@@ -127,3 +127,23 @@ def test_pulumi_up_of_the_program_is_idempotent_grows_by_creation_and_destroys(
             left.append((kind, name))
     assert left == []
     assert not [n["metadata"]["name"] for n in api.list("v1", "Node") if pulumi_owned(n)]
+
+
+def test_a_kubeconfig_that_points_nowhere_fails_up_with_the_reason_and_no_traceback(built, tmp_path):
+    """No API server needed: a closed loopback port. The provider reports the cause once per resource it tried."""
+    bin_dir = require_k8s_toolchain("pulumi", "pulumi-resource-kubernetes")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9", "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}))
+    stack = RailforgeStack(bin_dir, tmp_path / "w", kubeconfig)
+    stack.configure(plan=built(K8S_EXAMPLE) / "plan.json", helmReleases=False, gpuOperator=False, nodeLabels=False,
+                    volcano=False, kueue=False, priorityClasses=False)
+    run = stack.up()
+    assert not run.ok
+    assert "code: 1\n" in run.error
+    (cause,) = set(error_messages(run)) - {"update failed"}  # one distinct message, repeated per resource
+    assert cause.startswith("configured Kubernetes cluster is unreachable") and "127.0.0.1:9" in cause, cause
+    assert "Traceback" not in run.error + run.output
