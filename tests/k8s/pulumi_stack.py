@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pulumi import automation as auto
@@ -43,6 +43,7 @@ class Run:
     output: str
     changes: dict[str, int]
     error: str = ""
+    steps: dict[str, str] = field(default_factory=dict)  # resource name -> op (same, create, update, replace, ...)
 
 
 class RailforgeStack:
@@ -66,7 +67,16 @@ class RailforgeStack:
         return self._run(lambda out: self.stack.up(on_output=out.append, color="never"))
 
     def preview(self) -> Run:
-        return self._run(lambda out: self.stack.preview(on_output=out.append, color="never"))
+        steps: dict[str, str] = {}
+
+        def on_event(event) -> None:
+            pre = event.resource_pre_event
+            if pre is not None:
+                steps[pre.metadata.urn.rsplit("::", 1)[-1]] = str(getattr(pre.metadata.op, "value", pre.metadata.op))
+
+        run = self._run(lambda out: self.stack.preview(on_output=out.append, on_event=on_event, color="never"))
+        run.steps = steps
+        return run
 
     def destroy(self) -> Run:
         return self._run(lambda out: self.stack.destroy(on_output=out.append, color="never"))

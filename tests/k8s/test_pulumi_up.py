@@ -1,8 +1,9 @@
 """`pulumi up` of the project's program (pulumi/railforge_k8s) through the real CLI and Kubernetes provider against the
 live API server: every object admitted, pinned CRDs from the repository, no Helm chart reachable (helmReleases: false,
 as in CI: CRDs + custom resources, the skipped releases named); a second `up` changes nothing; the plan grown by one
-SU previews only creations; `destroy` leaves nothing of the stack; a configuration error is one line, non-zero, no
-traceback. See tests/k8s/pulumi_stack.py for why the program runs inline through the Automation API."""
+SU previews creations and in-place updates of the cluster-wide objects only; `destroy` leaves nothing of the stack;
+a configuration error fails with its message and no traceback. See tests/k8s/pulumi_stack.py for why the program runs
+inline through the Automation API."""
 
 from __future__ import annotations
 
@@ -114,8 +115,16 @@ def test_pulumi_up_of_the_program_is_idempotent_grows_by_creation_and_destroys(
     stack.configure(plan=built(K8S_EXAMPLE) / "plan.json")
     grown = stack.preview()
     assert grown.ok, grown.error
-    assert set(grown.changes) == {"same", "create"}, grown.changes
-    assert grown.changes["create"] >= 32  # the SU's node label patches at least
+    # growth creates the new SU's objects and updates in place only what spans the whole cluster: the root HyperNode
+    # gains the new leaf group, the production tenant (members in SU 4) gains GPUs, which moves its Volcano queue's
+    # capability, both tenants' Volcano weights (GPU shares in lowest terms) and its Kueue quota; nothing is
+    # replaced or deleted
+    assert set(grown.changes) <= {"same", "create", "update"}, grown.changes
+    updated = sorted(name for name, op in grown.steps.items() if op == "update")
+    assert updated == ["tenant-queues-clusterqueue-production", "tenant-queues-volcano-production",
+                       "tenant-queues-volcano-research", "topology-hypernode-spine-fabric"], grown.steps
+    created = [name for name, op in grown.steps.items() if op == "create"]
+    assert {f"node-labels-su004-gpu{i:02d}" for i in range(1, 32)} <= set(created), created
 
     stack.configure(plan=smaller_plan)
     gone = stack.destroy()
