@@ -115,23 +115,35 @@ class KubeNodes:
         return NodeState("SCHEDULABLE" if not obj["spec"].get("unschedulable") else "CORDONED", reason)
 
     def drain(self, name: str, reason: str) -> None:
-        obj = self._call("GET", name)
-        taints = [t for t in obj["spec"].get("taints") or [] if t.get("key") != TAINT_KEY]
-        taints.append({"key": TAINT_KEY, "value": taint_value(reason, self.cables), "effect": "NoSchedule"})
-        self._call("PATCH", name, {
-            "metadata": {"resourceVersion": obj["metadata"]["resourceVersion"],
-                         "annotations": {REASON_ANNOTATION: reason}},
-            "spec": {"unschedulable": True, "taints": taints},
-        })
+        def change(obj: dict) -> dict:
+            taints = [t for t in obj["spec"].get("taints") or [] if t.get("key") != TAINT_KEY]
+            taints.append({"key": TAINT_KEY, "value": taint_value(reason, self.cables), "effect": "NoSchedule"})
+            return {"metadata": {"annotations": {REASON_ANNOTATION: reason}},
+                    "spec": {"unschedulable": True, "taints": taints}}
+
+        self._update(name, change)
 
     def resume(self, name: str) -> None:
-        obj = self._call("GET", name)
-        taints = [t for t in obj["spec"].get("taints") or [] if t.get("key") != TAINT_KEY]
-        self._call("PATCH", name, {
-            "metadata": {"resourceVersion": obj["metadata"]["resourceVersion"],
-                         "annotations": {REASON_ANNOTATION: None}},
-            "spec": {"unschedulable": None, "taints": taints or None},
-        })
+        def change(obj: dict) -> dict:
+            taints = [t for t in obj["spec"].get("taints") or [] if t.get("key") != TAINT_KEY]
+            return {"metadata": {"annotations": {REASON_ANNOTATION: None}},
+                    "spec": {"unschedulable": None, "taints": taints or None}}
+
+        self._update(name, change)
+
+    def _update(self, name: str, change, tries: int = 3) -> None:
+        """Read, change, write with the resourceVersion read; on a conflict (the node changed meanwhile, e.g. its
+        status) read again and recompute, at most `tries` times."""
+        for attempt in range(tries):
+            obj = self._call("GET", name)
+            body = change(obj)
+            body["metadata"]["resourceVersion"] = obj["metadata"]["resourceVersion"]
+            try:
+                self._call("PATCH", name, body)
+                return
+            except KubernetesError as exc:
+                if "HTTP 409" not in str(exc) or attempt == tries - 1:
+                    raise
 
 
 @dataclass

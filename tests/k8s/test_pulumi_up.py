@@ -21,14 +21,26 @@ from .pulumi_stack import RailforgeStack
 SCHEDULER_CRDS = ("kueue-v0.19.2", "volcano-v1.15.1")  # the schedulers are the site's; the stack only uses them
 
 
-def install_scheduler_crds(api) -> None:
-    """Kueue and Volcano are installed by the site, not by the stack: their pinned CRDs, applied if absent."""
+def install_scheduler_crds(cluster) -> None:
+    """Kueue and Volcano are installed by the site, not by the stack: their pinned CRDs, applied if absent (the
+    session's cluster is shared with the scheduler tests, so they are never deleted here)."""
+    names = []
     for folder in SCHEDULER_CRDS:
         for path in sorted((ROOT / "tests" / "reference" / folder).glob("*.yaml")):
             doc = yaml.safe_load(path.read_text())
-            if api.find("apiextensions.k8s.io/v1", "CustomResourceDefinition", doc["metadata"]["name"]) is None:
-                api.apply(doc)
-    api.request("GET", "/apis/kueue.x-k8s.io/v1beta2")  # discovery serves them before the program runs
+            names.append(doc["metadata"]["name"])
+            if cluster.api.find("apiextensions.k8s.io/v1", "CustomResourceDefinition", names[-1]) is None:
+                cluster.api.apply(doc)
+
+    def established() -> bool:
+        for name in names:
+            crd = cluster.api.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
+            if not any(c["type"] == "Established" and c["status"] == "True"
+                       for c in crd.get("status", {}).get("conditions", [])):
+                return False
+        return True
+
+    cluster.wait_for(established, timeout=60, what="Kueue and Volcano CRDs established")
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +89,7 @@ def test_pulumi_up_of_the_program_is_idempotent_grows_by_creation_and_destroys(
         k8s_cluster, k8s_nodes, k8s_plan, built, smaller_plan, tmp_path):
     bin_dir = require_k8s_toolchain("pulumi", "pulumi-resource-kubernetes")
     api = k8s_cluster.api
-    install_scheduler_crds(api)
+    install_scheduler_crds(k8s_cluster)
     stack = RailforgeStack(bin_dir, tmp_path, k8s_cluster.kubeconfig)
     stack.configure(plan=smaller_plan, helmReleases=False)
 
