@@ -88,6 +88,9 @@ class KubeNodes:
         self.config = load_kubeconfig(kubeconfig, Path(self._secrets.name))
         self.cables, self.timeout = cables, timeout
         self.session = requests.Session()
+        # the kubeconfig says everything: REQUESTS_CA_BUNDLE or proxy variables must not replace its CA (requests
+        # lets the environment's bundle override Session.verify when trust_env is on)
+        self.session.trust_env = False
         self.session.verify = self.config.verify
         self.session.cert = self.config.cert
         if self.config.token:

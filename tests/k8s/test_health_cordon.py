@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from railforge.health.kubernetes import REASON_ANNOTATION, TAINT_KEY, KubeNodes, KubernetesError, taint_value
 from railforge.health.receiver import Engine, ReceiverConfig
@@ -43,7 +44,7 @@ def test_drain_cordons_and_taints_naming_the_cable_and_resume_undoes_both(k8s_cl
     firing = alert("RailforgeNodeRailDown", cable=cable, device=name, port="rail1")
     try:
         result = engine.receive(parse_webhook(body(firing)))
-        assert result["drained"] == [name]
+        assert result["drained"] == [name], actions(tmp_path)
         node = api.get("v1", "Node", name)
         assert node["spec"]["unschedulable"] is True
         assert our_taints(node) == [{"key": TAINT_KEY, "value": cable, "effect": "NoSchedule"}]  # e.g. CMP-000042
@@ -110,3 +111,18 @@ def test_no_slurm_and_no_kubeconfig_is_refused_by_the_cli(built, tmp_path):
                    "--no-slurm", "--state-dir", str(tmp_path / "s"), check=False)
     assert proc.returncode == 2, proc.stderr
     assert "--no-slurm needs --kubeconfig" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_kubeconfig_ca_is_used_even_with_requests_ca_bundle_set(tmp_path, monkeypatch):
+    """The first live run failed every drain: REQUESTS_CA_BUNDLE (set here) replaced the kubeconfig's CA."""
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
+    (tmp_path / "ca.crt").write_text("x")
+    (tmp_path / "kubeconfig").write_text(yaml.safe_dump({
+        "current-context": "x",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443",
+                                               "certificate-authority": str(tmp_path / "ca.crt")}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}))
+    kube = KubeNodes(tmp_path / "kubeconfig")
+    settings = kube.session.merge_environment_settings("https://127.0.0.1:6443/api", {}, None, None, None)
+    assert settings["verify"] == str(tmp_path / "ca.crt")
