@@ -40,7 +40,7 @@ def crd_resources(prefix: str, component: str,
     return [
         k8s.apiextensions.v1.CustomResourceDefinition(
             f"{prefix}-{doc['metadata']['name']}",
-            metadata={"name": doc["metadata"]["name"], "annotations": doc["metadata"].get("annotations") or {}},
+            metadata={key: doc["metadata"][key] for key in ("name", "annotations") if doc["metadata"].get(key)},
             spec=doc["spec"],
             opts=opts,
         )

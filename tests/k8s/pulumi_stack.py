@@ -74,7 +74,8 @@ class RailforgeStack:
             if pre is not None:
                 steps[pre.metadata.urn.rsplit("::", 1)[-1]] = str(getattr(pre.metadata.op, "value", pre.metadata.op))
 
-        run = self._run(lambda out: self.stack.preview(on_output=out.append, on_event=on_event, color="never"))
+        run = self._run(lambda out: self.stack.preview(on_output=out.append, on_event=on_event, color="never",
+                                                       diff=True))
         run.steps = steps
         return run
 

@@ -120,6 +120,10 @@ def test_pulumi_up_of_the_program_is_idempotent_grows_by_creation_and_destroys(
     labelled = {n["metadata"]["name"] for n in api.list("v1", "Node") if pulumi_owned(n)}
     assert labelled == planned
 
+    again = stack.preview()
+    assert again.ok, again.error
+    assert {urn: op for urn, op in again.steps.items() if op != "same"} == {}, "\n".join(
+        ln for ln in again.output.splitlines() if "NodePatch" not in ln)[-6000:]
     second = stack.up()
     assert second.ok, second.error
     assert set(second.changes) == {"same"}, second.changes
