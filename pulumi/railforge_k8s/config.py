@@ -26,7 +26,7 @@ KNOWN_KEYS = (
     "charts",
     "registryMirrors",
     "imagePullSecrets",
-    "whereaboutsCrdBaseUrl",
+    "helmReleases",
     "volcanoSchedulerConfig",
     "volcanoNamespace",
     "tenantQueues",
@@ -45,6 +45,7 @@ class StackConfig:
     rdma_mode: str | None = None
     rdma_hca_max: int = 63
     install_doca_driver: bool = False
+    helm_releases: bool = True  # false: no operator charts reachable; install their CRDs and the custom resources
     network_operator_namespace: str = "network-operator"
     gpu_operator_namespace: str = "gpu-operator"
     workload_namespace: str = "default"
@@ -79,6 +80,9 @@ def _bool(value, key: str) -> bool:
 
 
 def config_from_mapping(values: dict) -> StackConfig:
+    if "whereaboutsCrdBaseUrl" in values:
+        raise ConfigError("whereaboutsCrdBaseUrl: no longer read; the whereabouts v0.9.4 CRDs are installed from "
+                          "the repository (pulumi/crds/whereabouts-v0.9.4), nothing is fetched at deploy time")
     unknown = sorted(set(values) - set(KNOWN_KEYS))
     if unknown:
         raise ConfigError(f"unknown config keys {unknown}; known: {', '.join(KNOWN_KEYS)}")
@@ -98,12 +102,12 @@ def config_from_mapping(values: dict) -> StackConfig:
             values.get("images"),
             values.get("charts"),
             values.get("registryMirrors"),
-            values.get("whereaboutsCrdBaseUrl"),
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     flags = {
         "install_doca_driver": ("installDocaDriver", False),
+        "helm_releases": ("helmReleases", True),
         "gpu_operator": ("gpuOperator", True),
         "node_labels": ("nodeLabels", True),
         "volcano": ("volcano", True),

@@ -34,6 +34,7 @@ class GpuOperatorArgs:
     namespace: str
     versions: Versions
     image_pull_secrets: tuple[str, ...] = ()
+    helm_release: bool = True
 
 
 def gpu_operator_values(args: GpuOperatorArgs) -> dict:
@@ -57,11 +58,13 @@ class GpuOperator(pulumi.ComponentResource):
             metadata={"name": args.namespace, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
             opts=child_options(self, opts),
         )
-        self.release = helm_release(
-            "gpu-operator",
-            args.versions.chart("gpuOperator"),
-            self.namespace.metadata.name,
-            gpu_operator_values(args),
-            child_options(self, opts, self.namespace),
-        )
-        self.register_outputs({"release": self.release.status})
+        self.release = None
+        if args.helm_release:
+            self.release = helm_release(
+                "gpu-operator",
+                args.versions.chart("gpuOperator"),
+                self.namespace.metadata.name,
+                gpu_operator_values(args),
+                child_options(self, opts, self.namespace),
+            )
+        self.register_outputs({"namespace": self.namespace.metadata.name})

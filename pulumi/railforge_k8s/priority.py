@@ -9,6 +9,7 @@ some lower levels", so a plan that does is refused rather than mistranslated.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from importlib.metadata import version
 
@@ -78,12 +79,25 @@ class PriorityClasses(pulumi.ComponentResource):
         self.register_outputs({"priorityClasses": [level.name for level in levels]})
 
 
+PRERELEASE = {"a": "alpha", "b": "beta", "rc": "rc"}
+
+
+def provider_version(installed: str | None = None) -> str:
+    """The Kubernetes SDK's version as the engine wants it, semver: PEP 440's 4.25.0a1768448096 is
+    4.25.0-alpha.1768448096 (the SDK's own resources convert it the same way; the engine refuses the PEP 440 form)."""
+    text = installed or version("pulumi-kubernetes")
+    m = re.fullmatch(r"(\d+\.\d+\.\d+)(?:(a|b|rc)(\d+))?", text)
+    if m is None:
+        raise PlanError(f"pulumi-kubernetes {text!r} is not a release version (X.Y.Z, or X.Y.Z a/b/rc N)")
+    return f"{m[1]}-{PRERELEASE[m[2]]}.{m[3]}" if m[2] else m[1]
+
+
 class FieldsCustomResource(pulumi.CustomResource):
     """A custom resource whose fields sit beside metadata, not under `spec` (WorkloadPriorityClass has `value`):
     apiextensions.CustomResource takes only spec and metadata in Python. Same type token and provider version."""
 
     def __init__(self, name: str, api_version: str, kind: str, fields: dict, opts: pulumi.ResourceOptions):
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=version("pulumi-kubernetes")))
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=provider_version()))
         super().__init__(f"kubernetes:{api_version}:{kind}", name, {"apiVersion": api_version, "kind": kind, **fields},
                          opts)
 

@@ -36,6 +36,7 @@ class Deployment:
     volcano_scheduler_config: VolcanoSchedulerConfig | None = None
     tenant_queues: TenantQueues | None = None
     rdma_resources: list[str] = field(default_factory=list)
+    skipped_releases: list[str] = field(default_factory=list)
 
 
 def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
@@ -44,7 +45,7 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
     secrets = config.image_pull_secrets
     operator = NetworkOperator(
         "network-operator",
-        NetworkOperatorArgs(config.network_operator_namespace, config.versions, secrets),
+        NetworkOperatorArgs(config.network_operator_namespace, config.versions, secrets, config.helm_releases),
     )
     policy = NicClusterPolicy(
         "nic-cluster-policy",
@@ -56,7 +57,7 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
             versions=config.versions,
             image_pull_secrets=secrets,
         ),
-        pulumi.ResourceOptions(depends_on=[operator.release]),
+        pulumi.ResourceOptions(depends_on=operator.ready),
     )
     result = Deployment(mode=mode, network_operator=operator, nic_cluster_policy=policy)
     result.rdma_resources = policy.resource_names
@@ -74,7 +75,7 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
     if config.gpu_operator:
         result.gpu_operator = GpuOperator(
             "gpu-operator",
-            GpuOperatorArgs(config.gpu_operator_namespace, config.versions, secrets),
+            GpuOperatorArgs(config.gpu_operator_namespace, config.versions, secrets, config.helm_releases),
             pulumi.ResourceOptions(depends_on=[policy.policy]),
         )
     if config.node_labels:
@@ -108,5 +109,12 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
                 kueue_flavor=flavor_name(plan.cluster) if config.kueue else None,
                 depends_on=(flavor,) if flavor else (),
             ),
+        )
+    if not config.helm_releases:
+        result.skipped_releases = ["network-operator"] + (["gpu-operator"] if config.gpu_operator else [])
+        pulumi.log.warn(
+            f"helmReleases is false: skipped the Helm releases {', '.join(result.skipped_releases)}; installed "
+            "their CRDs the stack needs (pulumi/crds) and the custom resources only. Set charts.<name>.path or "
+            "charts.<name>.repo (a mirror) and helmReleases: true to install the operators."
         )
     return result

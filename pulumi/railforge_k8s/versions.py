@@ -9,6 +9,7 @@ these objects carry no images to mirror.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,9 +25,13 @@ class Image:
 
 @dataclass(frozen=True, slots=True)
 class Chart:
+    """A Helm chart: `chart` at `version` from the repository `repo` (or a mirror of it), or, when `path` is set, a
+    chart folder or .tgz on the machine that runs `pulumi up` (air-gapped sites)."""
+
     repo: str
     chart: str
     version: str
+    path: str | None = None
 
 
 MELLANOX = "nvcr.io/nvidia/mellanox"
@@ -60,21 +65,10 @@ def _default_charts() -> dict[str, Chart]:
     }
 
 
-WHEREABOUTS_CRD_BASE_URL = (
-    f"https://raw.githubusercontent.com/k8snetworkplumbingwg/whereabouts/{WHEREABOUTS_VERSION}/doc/crds"
-)
-WHEREABOUTS_CRD_FILES = (
-    "whereabouts.cni.cncf.io_ippools.yaml",
-    "whereabouts.cni.cncf.io_overlappingrangeipreservations.yaml",
-    "whereabouts.cni.cncf.io_nodeslicepools.yaml",
-)
-
-
 @dataclass(frozen=True, slots=True)
 class Versions:
     images: dict[str, Image] = field(default_factory=_default_images)
     charts: dict[str, Chart] = field(default_factory=_default_charts)
-    whereabouts_crd_base_url: str = WHEREABOUTS_CRD_BASE_URL
     registry_mirrors: dict[str, str] = field(default_factory=dict)
 
     def image(self, key: str) -> Image:
@@ -91,15 +85,11 @@ class Versions:
                 return mirror.rstrip("/") + repository[len(upstream) :]
         return repository
 
-    def whereabouts_crd_sources(self) -> list[str]:
-        return [f"{self.whereabouts_crd_base_url.rstrip('/')}/{name}" for name in WHEREABOUTS_CRD_FILES]
-
 
 def versions_from_config(
     images: dict | None,
     charts: dict | None,
     registry_mirrors: dict | None,
-    whereabouts_crd_base_url: str | None,
 ) -> Versions:
     """Overlay stack config on the pinned set; unknown component names are errors, not silently ignored."""
     base = Versions()
@@ -113,10 +103,12 @@ def versions_from_config(
         if key not in merged_charts:
             raise ValueError(f"charts.{key}: unknown chart (known: {', '.join(sorted(merged_charts))})")
         merged_charts[key] = replace(merged_charts[key], **_only(override, Chart.__slots__, f"charts.{key}"))
+        path = merged_charts[key].path
+        if path is not None and not Path(path).expanduser().exists():
+            raise ValueError(f"charts.{key}.path {path!r}: no such chart folder or .tgz on this machine")
     return Versions(
         images=merged_images,
         charts=merged_charts,
-        whereabouts_crd_base_url=whereabouts_crd_base_url or base.whereabouts_crd_base_url,
         registry_mirrors=dict(registry_mirrors or {}),
     )
 

@@ -67,17 +67,20 @@ class VolcanoSchedulerConfigArgs:
 
 
 class VolcanoSchedulerConfig(pulumi.ComponentResource):
-    """The ConfigMap the Volcano scheduler reads. A Volcano installed by its Helm chart owns a ConfigMap of this
-    name: switch this part off there (`volcanoSchedulerConfig: false`) and pass the stack output
+    """The ConfigMap the Volcano scheduler reads, in its namespace (created here: the stack installs no Volcano, and
+    a chart installed later into an existing namespace keeps it). A Volcano installed by its Helm chart owns a
+    ConfigMap of this name: switch this part off there (`volcanoSchedulerConfig: false`) and pass the stack output
     `volcanoSchedulerConf` as the chart's `custom.scheduler_config_override`."""
 
     def __init__(self, name: str, args: VolcanoSchedulerConfigArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("railforge:k8s:VolcanoSchedulerConfig", name, None, opts)
         self.text = scheduler_conf_text()
+        child = child_options(self, opts)
+        self.namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": args.namespace}, opts=child)
         self.configmap = k8s.core.v1.ConfigMap(
             f"{name}-configmap",
-            metadata={"name": CONFIGMAP_NAME, "namespace": args.namespace},
+            metadata={"name": CONFIGMAP_NAME, "namespace": self.namespace.metadata.name},
             data={CONFIGMAP_KEY: self.text},
-            opts=child_options(self, opts),
+            opts=child,
         )
         self.register_outputs({"conf": self.text})

@@ -1,4 +1,5 @@
-"""whereabouts IPAM (CRDs + node daemonset), on its own: the NicClusterPolicy no longer deploys it."""
+"""whereabouts IPAM (the pinned CRDs from pulumi/crds + node daemonset), on its own: the NicClusterPolicy no longer
+deploys it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pulumi_kubernetes as k8s
 
 import pulumi
 
+from .crds import WHEREABOUTS, crd_resources
 from .options import child_options
 from .versions import Versions
 
@@ -94,10 +96,7 @@ class Whereabouts(pulumi.ComponentResource):
     def __init__(self, name: str, args: WhereaboutsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("railforge:k8s:Whereabouts", name, None, opts)
         child = child_options(self, opts)
-        self.crds = [
-            k8s.yaml.v2.ConfigFile(f"{name}-crd-{i}", file=source, opts=child)
-            for i, source in enumerate(args.versions.whereabouts_crd_sources())
-        ]
+        self.crds = crd_resources(f"{name}-crd", WHEREABOUTS, child)
         account = k8s.core.v1.ServiceAccount(
             f"{name}-serviceaccount", metadata={"name": NAME, "namespace": args.namespace}, opts=child
         )

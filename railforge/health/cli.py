@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from railforge.cli import show
 from railforge.health.decide import Policy
+from railforge.health.kubernetes import KubernetesError, scheduler
 from railforge.health.receiver import Engine, ReceiverConfig, approve, serve
 from railforge.health.slurm import Scontrol
 from railforge.health.topology import HealthIndex
@@ -46,6 +47,10 @@ def serve_cmd(
     node_check: Annotated[str | None, typer.Option(help="command run before resuming a node ({node} = its name); "
                                                    "exit 0 = healthy")] = None,
     scontrol: Annotated[str, typer.Option(help="the scontrol binary")] = "scontrol",
+    kubeconfig: Annotated[Path | None, typer.Option(help="also cordon and taint drained nodes on this Kubernetes "
+                                                    "cluster (docs/kubernetes.md)")] = None,
+    slurm: Annotated[bool, typer.Option(help="drain in Slurm (--no-slurm with --kubeconfig: Kubernetes only)")]
+    = True,
     leaf_escalation: Annotated[int, typer.Option(min=1, help="nodes with a rail down on one leaf that make a "
                                                  "leaf action")] = 2,
     su_escalation: Annotated[int, typer.Option(min=1, help="leaves of one SU in trouble that make an SU action")]
@@ -65,8 +70,9 @@ def serve_cmd(
                          burst=max(1, int(rate * 4)),
                          policy=Policy(leaf_escalation, su_escalation))
     try:
-        engine = Engine(HealthIndex.of(plan), cfg, Scontrol(scontrol))
-    except InputError as exc:
+        idx = HealthIndex.of(plan)
+        engine = Engine(idx, cfg, scheduler(Scontrol(scontrol) if slurm else None, kubeconfig, frozenset(idx.links)))
+    except (InputError, KubernetesError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None
     except OSError as exc:

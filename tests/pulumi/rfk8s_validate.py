@@ -249,8 +249,8 @@ def validate_registration(typ: str, custom: bool, inputs: dict) -> None:
         return
     if typ == "kubernetes:helm.sh/v3:Release":
         validate_helm_release(inputs)
-    elif typ == "kubernetes:yaml/v2:ConfigFile":
-        validate_whereabouts_crd_source(inputs.get("file", ""))
+    elif typ == "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition":
+        validate_pinned_crd(inputs)
     elif typ.startswith("kubernetes:") and custom:
         check_type_token(typ, inputs)
         validate_object(inputs)
@@ -262,13 +262,25 @@ def validate_registration(typ: str, custom: bool, inputs: dict) -> None:
         raise SchemaMissing(f"no schema for resource type {typ}")
 
 
-def validate_whereabouts_crd_source(source: str) -> None:
-    """A ConfigFile must load one of the pinned whereabouts CRDs, at the pinned version."""
-    name = source.rsplit("/", 1)[-1]
-    if not (reference_dir() / f"whereabouts-{WHEREABOUTS_VERSION}" / name).is_file():
-        raise SchemaMissing(f"ConfigFile {source}: not a pinned whereabouts {WHEREABOUTS_VERSION} CRD")
-    if WHEREABOUTS_VERSION not in source:
-        raise AssertionError(f"ConfigFile {source}: not the pinned whereabouts version {WHEREABOUTS_VERSION}")
+@cache
+def reference_crds() -> dict[str, dict]:
+    """metadata.name -> CustomResourceDefinition of every reference CRD (tests/reference, provenance in its README)."""
+    out = {}
+    for path in sorted(reference_dir().glob("*/*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                out[doc["metadata"]["name"]] = doc
+    return out
+
+
+def validate_pinned_crd(inputs: dict) -> None:
+    """A CRD the program installs must be one of the pinned reference CRDs, spec for spec."""
+    name = inputs.get("metadata", {}).get("name", "")
+    pinned = reference_crds().get(name)
+    if pinned is None:
+        raise SchemaMissing(f"CustomResourceDefinition {name}: not a pinned reference CRD")
+    if inputs.get("spec") != pinned["spec"]:
+        raise AssertionError(f"CustomResourceDefinition {name}: spec differs from the pinned reference CRD")
 
 
 def check_type_token(typ: str, inputs: dict) -> None:

@@ -73,7 +73,6 @@ def test_private_mirror_reaches_every_image_and_chart(built):
                 "networkOperator": {"repo": "https://charts.internal/nvidia"},
                 "gpuOperator": {"repo": "https://charts.internal/nvidia"},
             },
-            "whereaboutsCrdBaseUrl": "https://files.internal/whereabouts/v0.9.4/doc/crds",
         }
     )
     texts = [s for reg in rec.resources for s in _strings(reg.inputs)]
@@ -103,6 +102,10 @@ def test_component_version_override():
         ({"plan": "p", "images": {"multuss": {"version": "x"}}}, "images.multuss"),
         ({"plan": "p", "images": {"multus": {"tag": "x"}}}, "images.multus"),
         ({"plan": "p", "charts": {"gpuOperator": {"versions": "x"}}}, "charts.gpuOperator"),
+        ({"plan": "p", "charts": {"gpuOperator": {"path": "/nonexistent/gpu-operator.tgz"}}},
+         "charts.gpuOperator.path '/nonexistent/gpu-operator.tgz': no such chart"),
+        ({"plan": "p", "helmReleases": "maybe"}, "helmReleases: expected true or false"),
+        ({"plan": "p", "whereaboutsCrdBaseUrl": "https://x/crds"}, "installed from the repository"),
     ],
 )
 def test_invalid_config_is_refused(values, message):

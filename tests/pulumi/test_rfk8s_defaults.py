@@ -54,3 +54,16 @@ def test_stack_errors_are_run_errors_with_one_line(tmp_path):
     with pytest.raises(ConfigError) as exc:
         run_program({"plan": str(tmp_path / "p.json"), "rdmaMode": "sriov"})
     assert isinstance(exc.value, RunError) and "\n" not in str(exc.value)
+
+
+def test_the_provider_version_is_semver_as_the_engine_parses_it():
+    """The engine refused PEP 440's `4.25.0a1768448096` on a live `pulumi up` ("Invalid character(s) found in patch
+    number"): resources that name the provider version themselves must send the semver form the SDK's own send."""
+    from railforge_k8s.plan_input import PlanError
+    from railforge_k8s.priority import provider_version
+
+    assert provider_version("4.25.0a1768448096") == "4.25.0-alpha.1768448096"
+    assert provider_version("4.1.0rc2") == "4.1.0-rc.2"
+    assert provider_version("4.34.2") == "4.34.2"
+    with pytest.raises(PlanError, match="not a release version"):
+        provider_version("4.34.2.post1")

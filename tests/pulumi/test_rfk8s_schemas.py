@@ -10,7 +10,7 @@ import pytest
 import rfk8s_plans as plans
 import rfk8s_validate as v
 from railforge_k8s import nic_cluster_policy, routing, whereabouts
-from railforge_k8s.config import StackConfig
+from railforge_k8s.crds import CRD_ROOT, WHEREABOUTS, crd_documents
 from railforge_k8s.gpu_operator import GpuOperatorArgs, gpu_operator_values
 from railforge_k8s.network_operator import NetworkOperatorArgs, network_operator_values
 from railforge_k8s.plan_input import load_plan
@@ -205,10 +205,20 @@ def test_rdma_plugin_config_rejects_unknown_selector(policy):
         v.validate_rdma_plugin_config(json.dumps(config))
 
 
-def test_whereabouts_crd_source_must_be_pinned():
-    (good, *_) = StackConfig(plan="x").versions.whereabouts_crd_sources()
-    v.validate_whereabouts_crd_source(good)
-    with pytest.raises(AssertionError):
-        v.validate_whereabouts_crd_source(good.replace("v0.9.4", "v0.8.0"))
+def test_installed_crds_must_be_the_pinned_ones():
+    (good, *_) = crd_documents(WHEREABOUTS)
+    v.validate_pinned_crd(good)
+    changed = copy.deepcopy(good)
+    changed["spec"]["versions"][0]["served"] = False
+    with pytest.raises(AssertionError, match="differs"):
+        v.validate_pinned_crd(changed)
     with pytest.raises(v.SchemaMissing):
-        v.validate_whereabouts_crd_source(good.replace("ippools", "ipamclaims"))
+        v.validate_pinned_crd({**good, "metadata": {"name": "ipamclaims.k8s.cni.cncf.io"}})
+
+
+def test_the_programs_crds_are_the_reference_files():
+    """pulumi/crds carries byte-for-byte copies of the pinned upstream files in tests/reference."""
+    program_files = sorted(CRD_ROOT.glob("*/*.yaml"))
+    assert len(program_files) == 5
+    for path in program_files:
+        assert path.read_bytes() == (v.reference_dir() / path.parent.name / path.name).read_bytes(), path

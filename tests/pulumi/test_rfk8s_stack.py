@@ -16,6 +16,7 @@ NAMESPACE = "kubernetes:core/v1:Namespace"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NCP = "kubernetes:mellanox.com/v1alpha1:NicClusterPolicy"
 NAD = "kubernetes:k8s.cni.cncf.io/v1:NetworkAttachmentDefinition"
+CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 HYPERNODE = "kubernetes:topology.volcano.sh/v1alpha1:HyperNode"
 NODE_PATCH = "kubernetes:core/v1:NodePatch"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
@@ -218,7 +219,7 @@ def test_toggles_remove_optional_parts(deployed):
         "dgx-h100-4su", gpuOperator=False, nodeLabels=False, volcano=False, kueue=False, priorityClasses=False
     )
     types = {r.type for r in rec.custom()}
-    assert types == {NAMESPACE, RELEASE, NCP, NAD, DAEMONSET} | {
+    assert types == {NAMESPACE, RELEASE, NCP, NAD, DAEMONSET, CRD} | {
         "kubernetes:core/v1:ServiceAccount",
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
         "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
@@ -232,3 +233,29 @@ def test_doca_driver_is_optional(deployed):
     assert "ofedDriver" not in without.one(NCP, "nic-cluster-policy-policy").inputs["spec"]
     driver = with_driver.one(NCP, "nic-cluster-policy-policy").inputs["spec"]["ofedDriver"]
     assert driver["image"] == "doca-driver"
+
+
+def test_without_helm_releases_the_chart_crds_come_from_the_repository(deployed):
+    _, rec = deployed("dgx-h100-4su", helmReleases=False)
+    assert rec.of_type(RELEASE) == []
+    crds = {r.inputs["metadata"]["name"]: r for r in rec.of_type(CRD)}
+    assert set(crds) == {
+        "nicclusterpolicies.mellanox.com",
+        "network-attachment-definitions.k8s.cni.cncf.io",
+        "ippools.whereabouts.cni.cncf.io",
+        "overlappingrangeipreservations.whereabouts.cni.cncf.io",
+        "nodeslicepools.whereabouts.cni.cncf.io",
+    }
+    (policy,) = rec.of_type(NCP)
+    assert crds["nicclusterpolicies.mellanox.com"].urn in policy.dependencies
+    for nad in rec.of_type(NAD):
+        assert policy.urn in nad.dependencies
+
+
+def test_a_local_chart_path_replaces_the_repository(deployed, tmp_path):
+    chart = tmp_path / "network-operator-26.4.1.tgz"
+    chart.write_bytes(b"")
+    _, rec = deployed("dgx-h100-4su", charts={"networkOperator": {"path": str(chart)}})
+    release = next(r for r in rec.of_type(RELEASE) if r.inputs["name"] == "network-operator")
+    assert release.inputs["chart"] == str(chart)
+    assert "repositoryOpts" not in release.inputs
