@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from railforge.plan.model import Plan
 from railforge.plan.io import read_plan
+from railforge.plan.model import Plan
 from tests.helpers.k8s_cluster import K8sCluster, K8sClusterConfig, missing_binaries, toolchain_bin
 from tests.helpers.k8s_nodes import GPU, NodeSpec, is_ready, plan_nodes, register, without_resource
 
