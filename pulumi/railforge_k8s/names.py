@@ -12,6 +12,8 @@ SPINE_GROUP_LABEL = f"{LABEL_PREFIX}/spine-group"
 RACK_LABEL = f"{LABEL_PREFIX}/rack"
 RAIL_PLANE_LABEL = f"{LABEL_PREFIX}/rail-plane"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+# a tenant's GPU nodes (plan.json tenants[].members): Kueue's per-tenant ResourceFlavor selects them by this label
+TENANT_LABEL = f"{LABEL_PREFIX}/tenant"
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _DNS_LABEL_CHARS = re.compile(r"[^a-z0-9-]+")

@@ -1,8 +1,9 @@
-"""Topology labels on every planned node (server-side apply patches; the nodes must already exist)."""
+"""Topology labels on every planned node, and `railforge.io/tenant` on a tenant's nodes (the label its Kueue
+ResourceFlavor selects); server-side apply patches, the nodes must already exist."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi_kubernetes as k8s
 
@@ -17,9 +18,10 @@ from .plan_input import NodeTopology
 class NodeLabelsArgs:
     cluster: str
     nodes: tuple[NodeTopology, ...]
+    tenant_of: dict[str, str] = field(default_factory=dict)  # node name -> tenant (kueue_objects.tenant_of)
 
 
-def topology_labels(cluster: str, node: NodeTopology) -> dict[str, str]:
+def topology_labels(cluster: str, node: NodeTopology, tenant: str | None = None) -> dict[str, str]:
     labels = {
         names.CLUSTER_LABEL: cluster,
         names.SU_LABEL: str(node.su),
@@ -29,6 +31,8 @@ def topology_labels(cluster: str, node: NodeTopology) -> dict[str, str]:
     }
     if node.rail_plane is not None:
         labels[names.RAIL_PLANE_LABEL] = node.rail_plane
+    if tenant is not None:
+        labels[names.TENANT_LABEL] = tenant
     return {key: names.label_value(value, f"node {node.name} label {key}") for key, value in labels.items()}
 
 
@@ -38,7 +42,8 @@ class NodeLabels(pulumi.ComponentResource):
         self.patches = [
             k8s.core.v1.NodePatch(
                 f"{name}-{node.name}",
-                metadata={"name": node.name, "labels": topology_labels(args.cluster, node)},
+                metadata={"name": node.name, "labels": topology_labels(args.cluster, node,
+                                                                            args.tenant_of.get(node.name))},
                 opts=child_options(self, opts),
             )
             for node in args.nodes

@@ -6,8 +6,8 @@ all tenants' counts, so the shares keep their ratio within Volcano's weight rang
 
 ClusterQueues have no cohort: on InfiniBand a tenant's nodes are its P_Key partition, so lending GPUs to another
 tenant would place its pods on nodes its fabric partition cannot reach. Preemption is by WorkloadPriorityClass
-inside each ClusterQueue. Neither object pins a tenant's pods to the tenant's own nodes (the ResourceFlavor covers
-every GPU node of the cluster); they cap how many GPUs a tenant holds.
+inside each ClusterQueue. Each ClusterQueue's flavor is its tenant's own ResourceFlavor (kueue_objects.py), which
+selects only the tenant's nodes, so Kueue pins the tenant's admitted pods there; the Volcano Queue caps GPUs only.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ class TenantQueuesArgs:
     queues: tuple[TenantQueue, ...]
     volcano: bool
     kueue: bool
-    kueue_flavor: str | None = None
+    kueue_flavors: dict[str, str] = field(default_factory=dict)  # tenant -> its ResourceFlavor
     depends_on: tuple[pulumi.Resource, ...] = field(default=())
 
 
@@ -141,8 +141,8 @@ class TenantQueues(pulumi.ComponentResource):
                     opts=child,
                 ))
             if args.kueue:
-                if args.kueue_flavor is None:
-                    raise ValueError("kueue queues need the ResourceFlavor's name")
+                if queue.tenant not in args.kueue_flavors:
+                    raise ValueError(f"kueue queue of tenant {queue.tenant!r} needs its ResourceFlavor's name")
                 namespace = k8s.core.v1.Namespace(
                     f"{name}-namespace-{queue.name}", metadata={"name": queue.namespace}, opts=child
                 )
@@ -151,7 +151,7 @@ class TenantQueues(pulumi.ComponentResource):
                     api_version=KUEUE_API,
                     kind="ClusterQueue",
                     metadata={"name": queue.name},
-                    spec=cluster_queue_spec(queue, args.kueue_flavor),
+                    spec=cluster_queue_spec(queue, args.kueue_flavors[queue.tenant]),
                     opts=child_options(self, opts, *args.depends_on),
                 )
                 self.local_queues.append(k8s.apiextensions.CustomResource(

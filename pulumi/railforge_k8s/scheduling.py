@@ -1,6 +1,7 @@
-"""Topology-aware scheduling objects: Volcano HyperNodes and a Kueue Topology + ResourceFlavor.
+"""Topology-aware scheduling objects: Volcano HyperNodes, and a Kueue Topology + ResourceFlavors (kueue_objects.py:
+one for the cluster, one per tenant).
 
-Volcano and Kueue themselves are not installed here; these objects need their CRDs in the cluster.
+Volcano and Kueue themselves are not installed by the stack; these objects need their CRDs in the cluster.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import pulumi_kubernetes as k8s
 
 import pulumi
 
-from . import names
+from . import kueue_objects, names
+from .kueue_objects import flavor_name
 from .options import child_options
-from .plan_input import NodeTopology
+from .plan_input import NodeTopology, TenantInput
 
-KUEUE_LEVELS = (names.SPINE_GROUP_LABEL, names.LEAF_GROUP_LABEL, names.HOSTNAME_LABEL)
+__all__ = ["HyperNodeSpec", "SchedulingArgs", "TopologyScheduling", "flavor_name", "hypernode_specs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,16 +64,13 @@ def hypernode_specs(cluster: str, nodes: tuple[NodeTopology, ...]) -> list[Hyper
     return specs
 
 
-def flavor_name(cluster: str) -> str:
-    return names.dns_name(cluster, "gpu")
-
-
 @dataclass(frozen=True, slots=True)
 class SchedulingArgs:
     cluster: str
     nodes: tuple[NodeTopology, ...]
     volcano: bool
     kueue: bool
+    tenants: tuple[TenantInput, ...] = ()
 
 
 class TopologyScheduling(pulumi.ComponentResource):
@@ -92,23 +91,23 @@ class TopologyScheduling(pulumi.ComponentResource):
                 for spec in hypernode_specs(args.cluster, args.nodes)
             ]
         self.kueue = []
+        self.tenant_flavors: dict[str, k8s.apiextensions.CustomResource] = {}
         if args.kueue:
-            topology_name = names.dns_name(args.cluster, "topology")
+            topo = kueue_objects.topology(args.cluster, args.nodes)
             topology = k8s.apiextensions.CustomResource(
-                f"{name}-kueue-topology",
-                api_version="kueue.x-k8s.io/v1beta2",
-                kind="Topology",
-                metadata={"name": topology_name},
-                spec={"levels": [{"nodeLabel": label} for label in KUEUE_LEVELS]},
-                opts=child,
+                f"{name}-kueue-topology", api_version=topo["apiVersion"], kind=topo["kind"],
+                metadata=topo["metadata"], spec=topo["spec"], opts=child,
             )
-            flavor = k8s.apiextensions.CustomResource(
-                f"{name}-kueue-flavor",
-                api_version="kueue.x-k8s.io/v1beta2",
-                kind="ResourceFlavor",
-                metadata={"name": flavor_name(args.cluster)},
-                spec={"nodeLabels": {names.CLUSTER_LABEL: args.cluster}, "topologyName": topology_name},
-                opts=child_options(self, opts, topology),
-            )
-            self.kueue = [topology, flavor]
+            flavors = [(None, kueue_objects.resource_flavor(args.cluster))]
+            flavors += [(t.name, kueue_objects.resource_flavor(args.cluster, t.name)) for t in args.tenants]
+            made = {
+                tenant: k8s.apiextensions.CustomResource(
+                    f"{name}-kueue-flavor" + (f"-{names.dns_name(tenant)}" if tenant else ""),
+                    api_version=obj["apiVersion"], kind=obj["kind"], metadata=obj["metadata"], spec=obj["spec"],
+                    opts=child_options(self, opts, topology),
+                )
+                for tenant, obj in flavors
+            }
+            self.tenant_flavors = {t: r for t, r in made.items() if t is not None}
+            self.kueue = [topology, *made.values()]
         self.register_outputs({"hypernodes": len(self.hypernodes)})

@@ -9,6 +9,7 @@ import pulumi
 from .attachments import RailAttachments, RailAttachmentsArgs
 from .config import StackConfig
 from .gpu_operator import GpuOperator, GpuOperatorArgs
+from .kueue_objects import tenant_flavor_name, tenant_of
 from .network_operator import NetworkOperator, NetworkOperatorArgs
 from .nic_cluster_policy import NicClusterPolicy, NicClusterPolicyArgs
 from .node_labels import NodeLabels, NodeLabelsArgs
@@ -16,7 +17,7 @@ from .plan_input import PlanInput
 from .priority import PriorityClasses, WorkloadPriorityClasses, priority_levels
 from .queues import TenantQueues, TenantQueuesArgs, tenant_queues
 from .routing import default_mode, plan_attachments
-from .scheduling import SchedulingArgs, TopologyScheduling, flavor_name
+from .scheduling import SchedulingArgs, TopologyScheduling
 from .volcano_config import VolcanoSchedulerConfig, VolcanoSchedulerConfigArgs
 from .whereabouts import Whereabouts, WhereaboutsArgs
 
@@ -78,12 +79,13 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
             GpuOperatorArgs(config.gpu_operator_namespace, config.versions, secrets, config.helm_releases),
             pulumi.ResourceOptions(depends_on=[policy.policy]),
         )
+    tenants = plan.tenants if config.tenant_queues else ()
     if config.node_labels:
-        result.node_labels = NodeLabels("node-labels", NodeLabelsArgs(plan.cluster, plan.nodes))
+        result.node_labels = NodeLabels("node-labels", NodeLabelsArgs(plan.cluster, plan.nodes, tenant_of(tenants)))
     if config.volcano or config.kueue:
         result.scheduling = TopologyScheduling(
             "topology",
-            SchedulingArgs(plan.cluster, plan.nodes, volcano=config.volcano, kueue=config.kueue),
+            SchedulingArgs(plan.cluster, plan.nodes, volcano=config.volcano, kueue=config.kueue, tenants=tenants),
             pulumi.ResourceOptions(depends_on=[result.node_labels] if result.node_labels else None),
         )
     levels = priority_levels(plan.qos)
@@ -99,15 +101,16 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
         taken = frozenset({config.network_operator_namespace, config.gpu_operator_namespace,
                            config.workload_namespace, config.volcano_namespace})
         queues = tenant_queues(plan.tenants, plan.gpus_per_node, config.tenant_namespaces, taken)
-        flavor = result.scheduling.kueue[-1] if result.scheduling and result.scheduling.kueue else None
+        flavors = result.scheduling.tenant_flavors if result.scheduling else {}
         result.tenant_queues = TenantQueues(
             "tenant-queues",
             TenantQueuesArgs(
                 tuple(queues),
                 volcano=config.volcano,
                 kueue=config.kueue,
-                kueue_flavor=flavor_name(plan.cluster) if config.kueue else None,
-                depends_on=(flavor,) if flavor else (),
+                kueue_flavors={q.tenant: tenant_flavor_name(plan.cluster, q.tenant) for q in queues}
+                if config.kueue else {},
+                depends_on=tuple(flavors.values()),
             ),
         )
     if not config.helm_releases:

@@ -35,7 +35,7 @@ if str(PULUMI_PROJECT) not in sys.path:
 from railforge_k8s import names  # noqa: E402  (the Pulumi program's label keys)
 
 GPU = "nvidia.com/gpu"
-TENANT_LABEL = f"{names.LABEL_PREFIX}/tenant"  # not in names.py yet: the program does not label tenants today
+TENANT_LABEL = names.TENANT_LABEL  # the program labels a tenant's nodes with it (node_labels.py)
 RDMA_HCA_MAX = 63  # StackConfig.rdma_hca_max's default (pulumi/railforge_k8s/config.py); a test compares them
 MAX_PODS = 110
 

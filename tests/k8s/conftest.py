@@ -61,7 +61,10 @@ def k8s_bin() -> Path:
 
 @pytest.fixture(scope="session")
 def k8s_cluster(k8s_bin, tmp_path_factory) -> Iterator[K8sCluster]:
-    cluster = K8sCluster(k8s_bin, tmp_path_factory.mktemp("k8s-cluster"), K8sClusterConfig(prefix="rfk8s"))
+    # a Job's pods run until deleted, as training does (KWOK's upstream pod-complete stage would finish them at
+    # once, and Kueue would free their quota before a preemption or starvation test could look)
+    config = K8sClusterConfig(prefix="rfk8s", kwok_skip_stages=("pod-complete",))
+    cluster = K8sCluster(k8s_bin, tmp_path_factory.mktemp("k8s-cluster"), config)
     cluster.start()
     try:
         yield cluster

@@ -221,17 +221,25 @@ def test_partial_preemption_cannot_be_said_in_kubernetes():
 def test_tenant_quota_is_the_tenants_gpus(deployed, name):
     plan, rec = deployed(name)
     expected = tenant_gpus(plan)
-    (flavor,) = rec.of_type(FLAVOR)
-    flavor_name = flavor.inputs["metadata"]["name"]
+    flavors = {r.inputs["metadata"]["name"]: r for r in rec.of_type(FLAVOR)}
     cqs = {r.inputs["metadata"]["name"]: r for r in rec.of_type(CLUSTER_QUEUE)}
     queues = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in rec.of_type(QUEUE)}
     assert set(cqs) == set(queues) == set(expected)
+    members = {t["name"]: set(t["members"]) for t in plan["tenants"]}
     for tenant, gpus in expected.items():
         (group,) = cqs[tenant].inputs["spec"]["resourceGroups"]
         assert group["coveredResources"] == ["nvidia.com/gpu"]
-        assert group["flavors"] == [
-            {"name": flavor_name, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": gpus}]}
-        ]
+        (entry,) = group["flavors"]
+        assert entry["resources"] == [{"name": "nvidia.com/gpu", "nominalQuota": gpus}]
+        flavor = flavors[entry["name"]]
+        selector = flavor.inputs["spec"]["nodeLabels"]
+        assert selector == {"railforge.io/cluster": plan["cluster"]["name"], "railforge.io/tenant": tenant}
+        assert flavor.inputs["spec"]["tolerations"] == [
+            {"key": "railforge.io/tenant", "operator": "Equal", "value": tenant, "effect": "NoSchedule"}]
+        labelled = {r.inputs["metadata"]["name"] for r in rec.of_type("kubernetes:core/v1:NodePatch")
+                    if r.inputs["metadata"]["labels"].get("railforge.io/tenant") == tenant}
+        assert labelled == members[tenant] & {d["name"] for d in plans.nodes(plan)}
+        assert len(labelled) * (gpus // len(labelled)) == gpus
         assert cqs[tenant].inputs["spec"]["preemption"]["withinClusterQueue"] == "LowerPriority"
         assert flavor.urn in cqs[tenant].dependencies
         assert queues[tenant]["capability"] == {"nvidia.com/gpu": gpus}

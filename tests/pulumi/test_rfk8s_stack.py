@@ -184,6 +184,8 @@ def test_node_labels_match_plan_topology(deployed, name):
         assert labels["railforge.io/spine-group"] == topo["spine_group"]
         assert labels["railforge.io/rack"] == topo["rack"]
         assert labels["railforge.io/cluster"] == plan["cluster"]["name"]
+        tenants = [t["name"] for t in plan.get("tenants", []) if node["name"] in t["members"]]
+        assert labels.get("railforge.io/tenant") == (tenants[0] if tenants else None), node["name"]
 
 
 @pytest.mark.parametrize("name", plans.EXAMPLES)
@@ -203,6 +205,27 @@ def test_hypernodes_nest_and_select_labelled_nodes(deployed, name):
     assert len(tops) == 1, "one root HyperNode spans the cluster"
 
 
+@pytest.mark.parametrize("name", plans.EXAMPLES)
+def test_kueue_topology_has_the_plans_tiers(deployed, name):
+    """Outermost first: rail plane (when the plan has planes), spine group, SU (leaf group), node; every node
+    carries every level's label, and each level nests in the one above (one parent per value)."""
+    plan, rec = deployed(name)
+    (topology,) = rec.of_type("kubernetes:kueue.x-k8s.io/v1beta2:Topology")
+    levels = [lvl["nodeLabel"] for lvl in topology.inputs["spec"]["levels"]]
+    planes = {n["topology"]["rail_plane"] is not None for n in plans.nodes(plan)}
+    tiers = ["railforge.io/spine-group", "railforge.io/leaf-group", "kubernetes.io/hostname"]
+    assert levels == (["railforge.io/rail-plane"] if planes == {True} else []) + tiers
+    labels = {r.inputs["metadata"]["name"]: {**r.inputs["metadata"]["labels"], "kubernetes.io/hostname":
+              r.inputs["metadata"]["name"]} for r in rec.of_type(NODE_PATCH)}  # fmt: skip
+    for outer, inner in zip(levels, levels[1:], strict=False):
+        parents: dict[str, set[str]] = {}
+        for node_labels in labels.values():
+            parents.setdefault(node_labels[inner], set()).add(node_labels[outer])
+        assert all(len(p) == 1 for p in parents.values()), f"{inner} does not nest in {outer}"
+    flavors = rec.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor")
+    assert {f.inputs["spec"]["topologyName"] for f in flavors} == {topology.inputs["metadata"]["name"]}
+
+
 def test_kueue_levels_are_node_labels(deployed):
     plan, rec = deployed("roce-16k-railplane")
     (topology,) = rec.of_type("kubernetes:kueue.x-k8s.io/v1beta2:Topology")
@@ -210,7 +233,7 @@ def test_kueue_levels_are_node_labels(deployed):
     labelled = set(rec.of_type(NODE_PATCH)[0].inputs["metadata"]["labels"])
     assert levels[-1] == "kubernetes.io/hostname"
     assert set(levels[:-1]) <= labelled
-    (flavor,) = rec.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor")
+    (flavor,) = rec.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor")  # no tenants: one flavor
     assert flavor.inputs["spec"]["topologyName"] == topology.inputs["metadata"]["name"]
 
 

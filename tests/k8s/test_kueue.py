@@ -1,0 +1,314 @@
+"""Kueue v0.19.2 schedules the plan's objects on the live control plane: the Topology, ResourceFlavors,
+WorkloadPriorityClasses and tenant ClusterQueues the Pulumi program generates (pulumi/railforge_k8s/kueue_objects.py,
+priority.py, queues.py) for dgx-h100-4su, whose 127 GPU nodes are KWOK nodes (tenant research: SUs 1-2, 64 nodes,
+512 GPUs; production: SU 3 + 2 nodes of SU 4, 34 nodes). Jobs are batch/v1 Jobs of 8-GPU pods; Kueue's webhook
+suspends them, Kueue admits them and kube-scheduler binds the pods. Pods never run a container (KWOK).
+
+RAILFORGE_K8S_SCHED_MUTATE=<name> turns one behaviour off; the tests of that behaviour then fail:
+    no-kueue          Jobs bypass Kueue (no queue label, not suspended): kube-scheduler places what fits
+    no-preemption     ClusterQueues with preemption.withinClusterQueue Never
+    no-topology       ResourceFlavors without topologyName and Jobs without topology annotations
+    no-tenant-flavor  tenant ClusterQueues use the cluster-wide flavor (not the tenant's own nodes)
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+
+import pytest
+from railforge_k8s import kueue_objects, names
+from railforge_k8s.plan_input import load_plan
+from railforge_k8s.priority import priority_levels
+from railforge_k8s.queues import cluster_queue_spec, tenant_queues
+from railforge_k8s.versions import KUEUE_API
+
+from tests.helpers.k8s_cluster import KubeApiError
+from tests.helpers.k8s_kueue import PRIORITY_LABEL, QUEUE_LABEL, start_kueue
+from tests.helpers.k8s_nodes import GPU
+from tests.k8s.conftest import K8S_EXAMPLE, require_k8s_toolchain
+
+MUTATE = "RAILFORGE_K8S_SCHED_MUTATE"
+MUTATIONS = ("no-kueue", "no-preemption", "no-topology", "no-tenant-flavor")
+PAUSE = "registry.invalid/railforge/pause:never-pulled"
+REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"  # Kueue allows one topology annotation per pod set
+SU = names.LEAF_GROUP_LABEL
+
+
+def mutation() -> str | None:
+    value = os.environ.get(MUTATE) or None
+    if value is not None and value not in MUTATIONS:
+        raise pytest.UsageError(f"{MUTATE}={value!r}: expected one of {', '.join(MUTATIONS)}")
+    return value
+
+
+@pytest.fixture(scope="module")
+def plan_input(built):
+    return load_plan(built(K8S_EXAMPLE) / "plan.json")
+
+
+@pytest.fixture(scope="module")
+def kueue(k8s_cluster, k8s_nodes, plan_input):
+    """Kueue running, with the program's objects for the plan applied and every ClusterQueue Active."""
+    require_k8s_toolchain("kueue")
+    broken = mutation()
+    api = k8s_cluster.api
+    start_kueue(k8s_cluster)
+    cluster = plan_input.cluster
+    objects = [kueue_objects.topology(cluster, plan_input.nodes), kueue_objects.resource_flavor(cluster)]
+    objects += [kueue_objects.resource_flavor(cluster, t.name) for t in plan_input.tenants]
+    if broken == "no-topology":
+        for obj in objects:
+            obj["spec"].pop("topologyName", None)
+    objects += [{"apiVersion": KUEUE_API, "kind": "WorkloadPriorityClass", "metadata": {"name": lv.name},
+                 "value": lv.value, "description": lv.description} for lv in priority_levels(plan_input.qos)]
+    queues = tenant_queues(plan_input.tenants, plan_input.gpus_per_node)
+    for queue in queues:
+        flavor = (kueue_objects.flavor_name(cluster) if broken == "no-tenant-flavor"
+                  else kueue_objects.tenant_flavor_name(cluster, queue.tenant))
+        spec = cluster_queue_spec(queue, flavor)
+        if broken == "no-preemption":
+            spec["preemption"]["withinClusterQueue"] = "Never"
+        objects += [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": queue.namespace}},
+            {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": queue.name}, "spec": spec},
+            {"apiVersion": KUEUE_API, "kind": "LocalQueue",
+             "metadata": {"name": queue.name, "namespace": queue.namespace}, "spec": {"clusterQueue": queue.name}},
+        ]
+    for obj in objects:
+        api.apply(obj)
+
+    def active() -> bool:
+        for queue in queues:
+            cq = api.get(KUEUE_API, "ClusterQueue", queue.name)
+            if not any(c["type"] == "Active" and c["status"] == "True" for c in cq.get("status", {}).get(
+                    "conditions", [])):
+                return False
+        return True
+
+    k8s_cluster.wait_for(active, timeout=60, what="tenant ClusterQueues Active")
+    return {q.tenant: q for q in queues}
+
+
+@pytest.fixture
+def jobs(k8s_cluster, kueue):
+    """Submit Jobs; every Job this test made is deleted (and its pods gone) when it ends."""
+    api = k8s_cluster.api
+    made: list[tuple[str, str]] = []
+
+    def submit(name: str, tenant: str, pods: int, priority: str, gpus: int = 8, required: str | None = None,
+               preferred: str | None = None, queue: str | None = None) -> dict:
+        ns = kueue[tenant].namespace
+        obj = job(name, ns, pods, f"railforge-{priority}", gpus, queue or kueue[tenant].name, required, preferred,
+                  tenant)
+        api.create(obj)
+        made.append((ns, name))
+        return obj
+
+    yield submit
+    for ns, name in made:
+        try:
+            api.request("DELETE", api.path("batch/v1", "Job", name, ns), {"propagationPolicy": "Background"})
+        except KubeApiError as exc:
+            if exc.status != 404:  # a test may have deleted it already
+                raise
+    for ns, name in made:
+        k8s_cluster.wait_for(lambda ns=ns, name=name: not pods_of(api, ns, name, scheduled_only=False),
+                             timeout=60, what=f"pods of {name} gone")
+    namespaces = {ns for ns, _ in made}
+    k8s_cluster.wait_for(lambda: not any(api.list(KUEUE_API, "Workload", ns) for ns in namespaces), timeout=60,
+                         what="the jobs' workloads gone")
+
+
+def job(name: str, ns: str, pods: int, priority: str, gpus: int, queue: str, required: str | None,
+        preferred: str | None, tenant: str) -> dict:
+    broken = mutation()
+    resources = {GPU: str(gpus), "cpu": "8", "memory": "32Gi", "rdma/rail0": "1"}
+    annotations = {}
+    if broken != "no-topology":
+        if required:
+            annotations[REQUIRED] = required
+        if preferred:
+            annotations[PREFERRED] = preferred
+    pod_spec: dict = {
+        "restartPolicy": "Never", "automountServiceAccountToken": False,
+        "containers": [{"name": "train", "image": PAUSE, "resources": {"requests": resources, "limits": resources}}],
+    }
+    labels = {QUEUE_LABEL: queue, PRIORITY_LABEL: priority}
+    if broken == "no-kueue":  # what the tenant flavor would have added, so only the gang logic is missing
+        labels = {}
+        pod_spec["nodeSelector"] = {names.TENANT_LABEL: tenant}
+        pod_spec["tolerations"] = [kueue_objects.tenant_toleration(tenant)]
+    return {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {"parallelism": pods, "completions": pods, "backoffLimit": 0,
+                 "template": {"metadata": {"annotations": annotations}, "spec": pod_spec}},
+    }
+
+
+def pods_of(api, ns: str, job_name: str, scheduled_only: bool = True) -> list[dict]:
+    """The Job's pods (bound to a node and not being deleted, unless `scheduled_only` is off)."""
+    pods = api.list("v1", "Pod", ns, label_selector=f"batch.kubernetes.io/job-name={job_name}")
+    if not scheduled_only:
+        return pods
+    return [p for p in pods if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
+
+
+def workload_of(api, ns: str, job_name: str) -> dict | None:
+    for wl in api.list(KUEUE_API, "Workload", ns):
+        if any(o["kind"] == "Job" and o["name"] == job_name for o in wl["metadata"].get("ownerReferences", [])):
+            return wl
+    return None
+
+
+def condition(obj: dict | None, kind: str) -> dict:
+    for cond in (obj or {}).get("status", {}).get("conditions", []):
+        if cond["type"] == kind:
+            return cond
+    return {}
+
+
+def node_labels(api) -> dict[str, dict[str, str]]:
+    return {n["metadata"]["name"]: n["metadata"].get("labels", {}) for n in api.list("v1", "Node")}
+
+
+def wait_placed(cluster, ns: str, name: str, count: int, timeout: float = 90) -> list[dict]:
+    api = cluster.api
+    return cluster.wait_for(lambda: (p := pods_of(api, ns, name)) and len(p) == count and p, timeout=timeout,
+                            what=f"{count} pods of {name} bound to nodes")
+
+
+def settle(seconds: float = 8) -> None:
+    """Time for Kueue and kube-scheduler to act on what is pending (several of their cycles)."""
+    time.sleep(seconds)
+
+
+# ---- gang ---------------------------------------------------------------------------------------------------------
+
+def test_gang_jobs_are_admitted_whole_or_not_at_all(k8s_cluster, kueue, jobs):
+    """research holds 512 GPUs; two 40-pod jobs (320 GPUs each) do not both fit: the first runs whole, the
+    second waits with no pod at all (never half-placed, so neither can deadlock the other)."""
+    api = k8s_cluster.api
+    ns = kueue["research"].namespace
+    jobs("gang-a", "research", 40, "p3")
+    wait_placed(k8s_cluster, ns, "gang-a", 40)
+    jobs("gang-b", "research", 40, "p3")
+    settle()
+    assert len(pods_of(api, ns, "gang-a")) == 40
+    placed_b = pods_of(api, ns, "gang-b", scheduled_only=False)
+    assert placed_b == [], f"gang-b half-placed: {len(placed_b)} of 40 pods exist"
+    assert api.get("batch/v1", "Job", "gang-b", ns)["spec"].get("suspend") is True
+    assert condition(workload_of(api, ns, "gang-b"), "QuotaReserved").get("status") == "False"
+
+
+# ---- priority -----------------------------------------------------------------------------------------------------
+
+def test_p0_preempts_p5_which_is_readmitted_later(k8s_cluster, kueue, jobs):
+    api = k8s_cluster.api
+    ns = kueue["research"].namespace
+    jobs("low-p5", "research", 64, "p5")
+    wait_placed(k8s_cluster, ns, "low-p5", 64)
+    started = time.monotonic()
+    jobs("urgent-p0", "research", 8, "p0")
+    wait_placed(k8s_cluster, ns, "urgent-p0", 8, timeout=60)
+    seconds = time.monotonic() - started
+    evicted = condition(workload_of(api, ns, "low-p5"), "Evicted")
+    assert evicted.get("status") == "True" and evicted.get("reason") == "Preempted", evicted
+    assert api.get("batch/v1", "Job", "low-p5", ns)["spec"].get("suspend") is True
+    print(f"P0 job of 8 pods bound {seconds:.1f} s after submission, P5 preempted")
+    assert seconds < 30
+    api.request("DELETE", api.path("batch/v1", "Job", "urgent-p0", ns), {"propagationPolicy": "Background"})
+    wait_placed(k8s_cluster, ns, "low-p5", 64, timeout=90)  # re-admitted once the P0 job is gone
+
+
+def test_p3_does_not_preempt_p3(k8s_cluster, kueue, jobs):
+    api = k8s_cluster.api
+    ns = kueue["research"].namespace
+    jobs("first-p3", "research", 64, "p3")
+    wait_placed(k8s_cluster, ns, "first-p3", 64)
+    jobs("second-p3", "research", 8, "p3")
+    settle()
+    assert len(pods_of(api, ns, "first-p3")) == 64
+    assert pods_of(api, ns, "second-p3", scheduled_only=False) == []
+    assert condition(workload_of(api, ns, "first-p3"), "Evicted").get("status") != "True"
+
+
+# ---- topology -----------------------------------------------------------------------------------------------------
+
+def test_a_job_that_fits_one_su_lands_in_one_su(k8s_cluster, kueue, jobs):
+    api = k8s_cluster.api
+    ns = kueue["research"].namespace
+    jobs("one-su", "research", 24, "p3", required=SU)
+    pods = wait_placed(k8s_cluster, ns, "one-su", 24)
+    labels = node_labels(api)
+    sus = Counter(labels[p["spec"]["nodeName"]][SU] for p in pods)
+    assert len(sus) == 1, f"24 pods of a one-SU job spread over {dict(sus)}"
+
+
+def test_a_wrong_topology_changes_the_placement(k8s_cluster, kueue, jobs, plan_input):
+    """The same one-SU job under a Topology whose 'SU' level is a label alternating across the real SUs lands in
+    both real SUs: Kueue places by the Topology it is given, so the plan's Topology is what makes one SU."""
+    api = k8s_cluster.api
+    wrong = "railforge.io/test-wrong-su"
+    research = sorted(n for n, lab in node_labels(api).items() if lab.get(names.TENANT_LABEL) == "research")
+    for i, node in enumerate(research):
+        api.patch("v1", "Node", node, {"metadata": {"labels": {wrong: f"w{i % 2}"}}})
+    base = kueue["research"]
+    flavor = kueue_objects.resource_flavor(plan_input.cluster, "research")
+    flavor["metadata"]["name"] = "rfk8s-wrong-flavor"
+    flavor["spec"]["topologyName"] = "rfk8s-wrong"
+    spec = cluster_queue_spec(base, "rfk8s-wrong-flavor")
+    spec["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": base.namespace}}
+    objects = [
+        {"apiVersion": KUEUE_API, "kind": "Topology", "metadata": {"name": "rfk8s-wrong"},
+         "spec": {"levels": [{"nodeLabel": wrong}, {"nodeLabel": names.HOSTNAME_LABEL}]}},
+        flavor,
+        {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": "rfk8s-wrong"}, "spec": spec},
+        {"apiVersion": KUEUE_API, "kind": "LocalQueue", "metadata": {"name": "rfk8s-wrong", "namespace":
+                                                                     base.namespace},
+         "spec": {"clusterQueue": "rfk8s-wrong"}},
+    ]
+    try:
+        for obj in objects:
+            api.apply(obj)
+        jobs("wrong-su", "research", 24, "p3", required=wrong, queue="rfk8s-wrong")
+        pods = wait_placed(k8s_cluster, base.namespace, "wrong-su", 24)
+        labels = node_labels(api)
+        assert len({labels[p["spec"]["nodeName"]][wrong] for p in pods}) == 1
+        sus = Counter(labels[p["spec"]["nodeName"]][SU] for p in pods)
+        assert len(sus) == 2, f"under the wrong topology the job still landed in one SU: {dict(sus)}"
+    finally:
+        for obj in reversed(objects[2:]):
+            meta = obj["metadata"]
+            api.request("DELETE", api.path(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")))
+        for node in research:
+            api.patch("v1", "Node", node, {"metadata": {"labels": {wrong: None}}})
+
+
+def test_small_jobs_fill_one_node_before_the_next(k8s_cluster, kueue, jobs):
+    api = k8s_cluster.api
+    ns = kueue["research"].namespace
+    for i in range(8):
+        jobs(f"small-{i}", "research", 1, "p4", gpus=1)
+        wait_placed(k8s_cluster, ns, f"small-{i}", 1)
+    nodes = {pods_of(api, ns, f"small-{i}")[0]["spec"]["nodeName"] for i in range(8)}
+    assert len(nodes) == 1, f"eight 1-GPU jobs on {len(nodes)} nodes"
+
+
+# ---- tenants ------------------------------------------------------------------------------------------------------
+
+def test_a_tenant_gets_its_quota_on_its_own_nodes(k8s_cluster, kueue, jobs):
+    api = k8s_cluster.api
+    production = kueue["production"]
+    ns = production.namespace
+    pods_n = production.gpus // 8
+    jobs("prod-all", "production", pods_n, "p3")
+    pods = wait_placed(k8s_cluster, ns, "prod-all", pods_n)
+    labels = node_labels(api)
+    tenants = Counter(labels[p["spec"]["nodeName"]].get(names.TENANT_LABEL) for p in pods)
+    assert tenants == {"production": pods_n}
+    jobs("prod-more", "production", 1, "p3", gpus=1)
+    settle()
+    assert pods_of(api, ns, "prod-more", scheduled_only=False) == [], "quota exceeded"
