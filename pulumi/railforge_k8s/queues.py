@@ -97,8 +97,14 @@ def _is_dns_label(value: str) -> bool:
         return False
 
 
+def quantity(count: int) -> str:
+    """A resource quantity as Kubernetes writes it back (a string): a scheduler's webhook decodes the number into a
+    Quantity and stores its string, so an integer here would make every `pulumi up` an update (found on live Kueue)."""
+    return str(count)
+
+
 def volcano_queue_spec(queue: TenantQueue) -> dict:
-    return {"weight": queue.weight, "capability": {GPU_RESOURCE: queue.gpus}, "reclaimable": True}
+    return {"weight": queue.weight, "capability": {GPU_RESOURCE: quantity(queue.gpus)}, "reclaimable": True}
 
 
 def cluster_queue_spec(queue: TenantQueue, flavor: str) -> dict:
@@ -107,7 +113,7 @@ def cluster_queue_spec(queue: TenantQueue, flavor: str) -> dict:
         "queueingStrategy": "BestEffortFIFO",
         "resourceGroups": [{
             "coveredResources": [GPU_RESOURCE],
-            "flavors": [{"name": flavor, "resources": [{"name": GPU_RESOURCE, "nominalQuota": queue.gpus}]}],
+            "flavors": [{"name": flavor, "resources": [{"name": GPU_RESOURCE, "nominalQuota": quantity(queue.gpus)}]}],
         }],
         "preemption": {"withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Never"},
     }

@@ -49,6 +49,9 @@ NODE_PACKAGES = (
     "rdma-core", "ibverbs-utils", "infiniband-diags", "perftest", "ethtool",  # RDMA from Debian (DOCA comes later)
 )
 PACKAGES = ROLE_PACKAGES + NODE_PACKAGES
+# Installed by apt inside the new root after debootstrap: debootstrap's one-pass resolver cannot configure
+# libpmix-dev's -dev chain (libltdl-dev fails "configuring base packages" five times); apt orders it.
+APT_PACKAGES = ("libpmix-dev",)
 # Kept out of the squashfs: the kernel and initramfs (served beside it), caches, documentation, and kernel module
 # trees no GPU node loads (sound, media, wireless, Bluetooth, staging, other vendors' GPU drivers).
 EXCLUDE = ("boot", "var/cache/apt", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/info",
@@ -176,8 +179,18 @@ def build(opts: ImageOptions, log=print) -> dict:
         log(f"debootstrap {SUITE} from {opts.mirror} with {len(packages)} packages")
         for attempt in range(3):  # the mirror's name resolution fails now and then for a minute
             try:
-                _run("debootstrap", "--variant=minbase", f"--include={','.join(packages)}", SUITE, str(root),
+                first = [p for p in packages if p not in APT_PACKAGES]
+                _run("debootstrap", "--variant=minbase", f"--include={','.join(first)}", SUITE, str(root),
                      opts.mirror)
+                later = [p for p in packages if p in APT_PACKAGES]
+                if later:
+                    resolv = root / "etc/resolv.conf"
+                    if not resolv.exists() and Path("/etc/resolv.conf").is_file():
+                        shutil.copyfile("/etc/resolv.conf", resolv)
+                    _run("chroot", str(root), "apt-get", "update", "-q")
+                    _run("chroot", str(root), "env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y",
+                         "-q", "--no-install-recommends", *later)
+                    _run("chroot", str(root), "apt-get", "clean")
                 break
             except ImageError as exc:
                 if attempt == 2:

@@ -47,10 +47,10 @@ def serve_cmd(
     node_check: Annotated[str | None, typer.Option(help="command run before resuming a node ({node} = its name); "
                                                    "exit 0 = healthy")] = None,
     scontrol: Annotated[str, typer.Option(help="the scontrol binary")] = "scontrol",
-    kubeconfig: Annotated[Path | None, typer.Option(help="also cordon and taint drained nodes on this Kubernetes "
-                                                    "cluster (docs/kubernetes.md)")] = None,
-    slurm: Annotated[bool, typer.Option(help="drain in Slurm (--no-slurm with --kubeconfig: Kubernetes only)")]
-    = True,
+    kubeconfig: Annotated[Path | None, typer.Option(help="also cordon and taint drained nodes on this "
+                                                    "Kubernetes cluster")] = None,
+    no_slurm: Annotated[bool, typer.Option("--no-slurm", help="Kubernetes only (with --kubeconfig): drain "
+                                           "nothing in Slurm")] = False,
     leaf_escalation: Annotated[int, typer.Option(min=1, help="nodes with a rail down on one leaf that make a "
                                                  "leaf action")] = 2,
     su_escalation: Annotated[int, typer.Option(min=1, help="leaves of one SU in trouble that make an SU action")]
@@ -71,7 +71,7 @@ def serve_cmd(
                          policy=Policy(leaf_escalation, su_escalation))
     try:
         idx = HealthIndex.of(plan)
-        engine = Engine(idx, cfg, scheduler(Scontrol(scontrol) if slurm else None, kubeconfig, frozenset(idx.links)))
+        engine = Engine(idx, cfg, scheduler(None if no_slurm else Scontrol(scontrol), kubeconfig, frozenset(idx.links)))
     except (InputError, KubernetesError) as exc:
         err.print(f"[red]error[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None

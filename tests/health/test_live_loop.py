@@ -295,8 +295,8 @@ def test_cable_fault_drains_the_node_and_repair_resumes_it(lab, stack, slurm, re
         assert fault_to_drain <= 30
         others = [h.name for h in topo.hosts if h.name != node.name]
         assert all("DRAIN" not in slurm.node(n)["State"] for n in others)
-        order = receiver / "workorders" / f"repair-cable-{rail.cable}.xlsx"
-        assert order.is_file()
+        orders = list((receiver / "workorders").glob(f"repair-cable-{rail.cable}-*.xlsx"))  # one per incident
+        assert len(orders) == 1, orders
     finally:
         t1 = time.monotonic()
         subprocess.run(["ip", "-n", topo.ns(rail.leaf), "link", "set", rail.leaf_port, "up"], check=True)
@@ -331,8 +331,12 @@ def test_two_rails_on_one_leaf_escalate_and_the_share_guard_holds(lab, stack, sl
         # alert makes it a leaf action; the rest of the leaf's nodes are then held, never drained
         drained = [a["node"] for a in new if a["action"] == "drain"]
         assert set(drained) <= {h.name for h in topo.hosts} and len(drained) <= 1
-        assert sorted(held[0]["nodes"] + drained) == behind and len(behind) == 4
-        assert f"{len(drained) + len(held[0]['nodes'])} of 8" in held[0]["why"]
+        # a lab node Slurm's HealthCheckProgram drained first (its own reason) is already out: not held again
+        acted = set(held[0]["nodes"] + drained)
+        already = {n for n in set(behind) - acted if "DRAIN" in slurm.node(n)["State"]}
+        assert len(behind) == 4 and acted <= set(behind) and acted | already == set(behind), (held, drained, already)
+        assert already <= {h.name for h in topo.hosts}, already
+        assert "of 8, over the 25% share" in held[0]["why"], held
         assert any(a["action"] == "escalated" and leaf in a["why"] for a in new)
         bystanders = [n for n in behind if n not in {h.name for h in topo.hosts}]
         assert all("DRAIN" not in slurm.node(n)["State"] for n in bystanders)

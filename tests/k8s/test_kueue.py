@@ -89,7 +89,14 @@ def kueue(k8s_cluster, k8s_nodes, plan_input):
         return True
 
     k8s_cluster.wait_for(active, timeout=60, what="tenant ClusterQueues Active")
-    return {q.tenant: q for q in queues}
+    yield {q.tenant: q for q in queues}
+    # the session's control plane is shared: the Pulumi test creates the same objects under its own field manager
+    ours = [o for o in reversed(objects) if o["kind"] != "Namespace"]
+    for obj in ours:
+        api.delete(obj["apiVersion"], obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace"))
+    k8s_cluster.wait_for(lambda: all(api.find(o["apiVersion"], o["kind"], o["metadata"]["name"],
+                                              o["metadata"].get("namespace")) is None for o in ours),
+                         timeout=90, what="the Kueue test's objects deleted (Kueue drops its finalizers)")
 
 
 @pytest.fixture

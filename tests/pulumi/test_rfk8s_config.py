@@ -130,6 +130,6 @@ def test_plan_with_inconsistent_rail_names_is_refused(built):
     node["rails"][1]["ifname"] = "eth5"
     with pytest.raises(PlanError, match=f"node {node['name']} rail 1 is eth5"):
         parse_plan(plan)
-    plan["schema_version"] = 3
-    with pytest.raises(PlanError, match="schema_version 3: this stack reads 1 or 2"):
+    plan["schema_version"] = 4
+    with pytest.raises(PlanError, match="schema_version 4: this stack reads 1 or 2 or 3"):
         parse_plan(plan)

@@ -230,7 +230,7 @@ def test_tenant_quota_is_the_tenants_gpus(deployed, name):
         (group,) = cqs[tenant].inputs["spec"]["resourceGroups"]
         assert group["coveredResources"] == ["nvidia.com/gpu"]
         (entry,) = group["flavors"]
-        assert entry["resources"] == [{"name": "nvidia.com/gpu", "nominalQuota": gpus}]
+        assert entry["resources"] == [{"name": "nvidia.com/gpu", "nominalQuota": str(gpus)}]
         flavor = flavors[entry["name"]]
         selector = flavor.inputs["spec"]["nodeLabels"]
         assert selector == {"railforge.io/cluster": plan["cluster"]["name"], "railforge.io/tenant": tenant}
@@ -242,7 +242,7 @@ def test_tenant_quota_is_the_tenants_gpus(deployed, name):
         assert len(labelled) * (gpus // len(labelled)) == gpus
         assert cqs[tenant].inputs["spec"]["preemption"]["withinClusterQueue"] == "LowerPriority"
         assert flavor.urn in cqs[tenant].dependencies
-        assert queues[tenant]["capability"] == {"nvidia.com/gpu": gpus}
+        assert queues[tenant]["capability"] == {"nvidia.com/gpu": str(gpus)}
     weights = {t: Fraction(q["weight"]) for t, q in queues.items()}
     shares = {t: Fraction(g) for t, g in expected.items()}
     first = next(iter(expected))
