@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from railforge.inputs import shown
+from railforge.plan.model import SCHEMA_VERSION
 from railforge.provision.credentials import CredentialError, load_credentials
 from tests.baremetal.conftest import fill_host_macs
 from tests.conftest import ROOT, run_cli
@@ -42,9 +43,11 @@ def rf(*args: str, stdin: bytes = b"", env: dict | None = None) -> tuple[int, st
 
 @pytest.mark.parametrize("command", [["ztp", "CLUSTER", "--server", "http://127.0.0.1:8080"],
                                      ["boot", "files", "CLUSTER", "--server", "http://127.0.0.1:8080",
-                                      "--report", "http://127.0.0.1:8081"]], ids=["ztp", "boot-files"])
-def test_credentials_on_stdin_that_are_not_utf8(cluster: Path, command: list[str]) -> None:
-    code, err = rf(*(str(cluster) if a == "CLUSTER" else a for a in command), "--credentials", "-",
+                                      "--report", "http://127.0.0.1:8081", "--report-key", "KEY"]],
+                         ids=["ztp", "boot-files"])
+def test_credentials_on_stdin_that_are_not_utf8(cluster: Path, command: list[str], tmp_path: Path) -> None:
+    given = {"CLUSTER": str(cluster), "KEY": str(tmp_path / "report-in.key")}
+    code, err = rf(*(given.get(a, a) for a in command), "--credentials", "-",
                    stdin=b"admin_password_hash: \xff\xfe\x80\n")
     assert code == 2
     assert err.startswith("error --credentials stdin: not UTF-8 text (byte 21)"), err
@@ -79,7 +82,8 @@ def test_diff_of_a_plan_with_an_odd_schema_version(cluster: Path, tmp_path: Path
     code, err = rf("diff", str(cluster / "generated" / "plan.json"), str(tmp_path / "plan.json"),
                    "--work-order", str(tmp_path / "wo.xlsx"))
     assert code == 2 and f"{tmp_path / 'plan.json'}: plan schema_version " in err, err
-    assert "; this railforge reads schema_version 2: rebuild it with this version" in err and len(err) < 400
+    assert f"; this railforge reads schema_version {SCHEMA_VERSION}: rebuild it with this version" in err
+    assert len(err) < 400
 
 
 def test_shown_bounds_what_an_error_echoes() -> None:
