@@ -37,7 +37,9 @@ def test_nccl_the_host_vars_and_the_burn_in_pairs_use_the_same_names(dgx):
     assert [r["hca"] for r in host_vars(node)["railforge_rails"]] == DGX_H100_RAILS
     fabric = read_fabric(dgx)
     assert {n.hca for n in fabric.all_nics() if n.node == node.name} == set(DGX_H100_RAILS)
-    assert {n.hca for n in fabric.all_nics()} == set(DGX_H100_RAILS)
+    gpu_nodes = {d.name for d in dgx.devices if d.role == "node"}
+    assert {n.hca for n in fabric.all_nics() if n.node in gpu_nodes} == set(DGX_H100_RAILS)
+    assert {n.node for n in fabric.all_nics()} - gpu_nodes == {d.name for d in dgx.devices if d.role == "ufm"}
 
 
 def test_gres_conf_lists_the_same_names(tmp_path):
