@@ -104,7 +104,8 @@ class Stack:
 
     # ---- queries ------------------------------------------------------------------------------------------------
     def _get(self, port: int, path: str) -> dict:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
+        # 60 s: a query over the 16K example's 190,000 series took over 10 s in CI beside four other stages
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=60) as resp:
             return json.loads(resp.read())
 
     def query(self, expr: str) -> list[dict]:
