@@ -31,7 +31,11 @@ def token_file(nautobot, tmp_path_factory):
 
 
 def push(nautobot, token_file, folder, *extra):
-    return rf("sot", "push", str(folder), "--nautobot", nautobot.url, "--token-file", str(token_file), *extra)
+    from tests.sot.test_netbox import wide_env
+
+    # wide: push prints the differences it refuses as a table, whose names wrap at 80 columns
+    return rf("sot", "push", str(folder), "--nautobot", nautobot.url, "--token-file", str(token_file), *extra,
+              env=wide_env())
 
 
 def sot_diff(nautobot, token_file, folder):
