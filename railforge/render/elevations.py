@@ -1,6 +1,9 @@
 """elevations/row-<NNN>.svg: every rack of a row drawn front-on, each device at its U and height with its name,
-model and cabled/total ports, coloured by role; each rack's typical and maximum power (pluggables included; a rack
-over the budget framed in red and marked), the row's in the title; row 0 is the core row. Only reads the plan."""
+model and cabled/total ports, coloured by role (each label in black or white, whichever reads at >= 4.5:1 on its
+role's colour, WCAG 2.x); each rack's typical and maximum power (pluggables included; a rack over the budget framed
+in red and marked), the row's in the title; row 0 is the core row. Where one model shows different port totals in
+the row, the legend says why: each total split into its cages' breakout modes (a cage split 2x400G is two ports),
+unused cages and the management port, counted from the plan's ports. Only reads the plan."""
 
 from __future__ import annotations
 
@@ -18,6 +21,10 @@ ROLE_COLOURS = {
     "storage-leaf": "#ED7D31", "storage-spine": "#C55A11", "storage-superspine": "#843C0C",
     "oob-leaf": "#7F7F7F", "oob-spine": "#595959", "oob-superspine": "#3A3A3A",
 }
+OTHER_COLOUR = "#BFBFBF"
+DARK_TEXT = {"node", "ufm", "mgmt", "storage-leaf", "storage-spine", "oob-leaf", None}
+"""Roles whose colour is too light for white text (white on the mgmt green was 1.4:1); None: OTHER_COLOUR."""
+NOTE_LINE = 14
 
 
 def elevation_file(row: int) -> str:
@@ -33,11 +40,48 @@ def _device(dev: Device, x: int, top: int, rack_h: int, draw: Draw) -> str:
              f"{cabled} of {len(dev.ports)} ports cabled, {draw.typical_w:,.0f} W typical / {draw.max_w:,.0f} W max "
              "with its pluggables")
     text_y = y + h / 2 + 4
+    role = dev.role if dev.role in ROLE_COLOURS else None
+    ink = " dark" if role in DARK_TEXT else ""
     return (f'<g class="device" data-device={quoteattr(dev.name)} data-role={quoteattr(dev.role)}>'
             f"<title>{escape(title)}</title>"
             f'<rect x="{x + 22}" y="{y}" width="{RACK_W - 26}" height="{h}" '
-            f'fill="{ROLE_COLOURS.get(dev.role, "#BFBFBF")}" stroke="#fff" stroke-width="1"/>'
-            f'<text x="{x + 26}" y="{text_y:g}" class="dev">{escape(label)}</text></g>')
+            f'fill="{ROLE_COLOURS.get(dev.role, OTHER_COLOUR)}" stroke="#fff" stroke-width="1"/>'
+            f'<text x="{x + 26}" y="{text_y:g}" class="dev{ink}">{escape(label)}</text></g>')
+
+
+def port_mix(dev: Device) -> tuple[tuple[str, str, int, int], ...]:
+    """What a device's port total is made of: (cage mode, "" or "unused", cages, ports) per breakout mode and use,
+    then ("", port name, 0, 1) per port outside a cage (the management port)."""
+    cages: dict[int, list] = defaultdict(list)
+    for p in dev.ports:
+        if p.breakout:
+            cages[p.index].append(p)
+    mix: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for ports in cages.values():
+        key = (ports[0].breakout, "" if any(p.link for p in ports) else "unused")
+        mix[key][0] += 1
+        mix[key][1] += len(ports)
+    ordered = sorted(mix.items(), key=lambda kv: (kv[0][1], kv[0][0]))
+    return (tuple((mode, use, n, ports) for (mode, use), (n, ports) in ordered)
+            + tuple(("", p.name, 0, 1) for p in dev.ports if not p.breakout))
+
+
+def port_notes(devs: list[Device]) -> list[str]:
+    """One line per port total of each model that shows more than one total among `devs`, saying what it is made
+    of and on which roles."""
+    totals: dict[str, dict[tuple, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for d in devs:
+        totals[d.model][port_mix(d)].add(d.role)
+    lines = []
+    for model, mixes in sorted(totals.items()):
+        if len({sum(part[3] for part in mix) for mix in mixes}) < 2:
+            continue
+        for mix, roles in sorted(mixes.items(), key=lambda kv: (sum(p[3] for p in kv[0]), kv[0])):
+            parts = [f"{n} {use + ' ' if use else ''}{'cage' if n == 1 else 'cages'} × {mode} ({ports})"
+                     if mode else f"{use} ({ports})" for mode, use, n, ports in mix]
+            lines.append(f"{model}: {sum(p[3] for p in mix)} ports on {', '.join(sorted(roles))} = "
+                         + " + ".join(parts))
+    return lines
 
 
 def _rack(rack: Rack, devs: list[Device], x: int, view: PowerView, rp: RackPower) -> list[str]:
@@ -60,9 +104,13 @@ def _rack(rack: Rack, devs: list[Device], x: int, view: PowerView, rp: RackPower
 
 
 def row_svg(plan: Plan, row: int, racks: list[Rack], devices: dict[str, list[Device]]) -> str:
-    width = 2 * MARGIN + len(racks) * (RACK_W + RACK_GAP)
     tallest = max(r.height_u for r in racks)
-    height = TOP + tallest * U_PX + LEGEND_H + 20
+    notes = port_notes([d for r in racks for d in devices.get(r.name, [])])
+    if notes:
+        notes.insert(0, "Port totals differ for one model: a cage split NxS is N ports, an unused cage keeps its "
+                        "default mode")
+    width = max(2 * MARGIN + len(racks) * (RACK_W + RACK_GAP), 2 * MARGIN + 7 * max(map(len, notes), default=0))
+    height = TOP + tallest * U_PX + LEGEND_H + 20 + NOTE_LINE * len(notes)
     view = power(plan)
     by_rack = {r.rack: r for r in view.racks}
     body: list[str] = []
@@ -74,6 +122,8 @@ def row_svg(plan: Plan, row: int, racks: list[Rack], devices: dict[str, list[Dev
         lx = MARGIN + i * 130
         body.append(f'<rect x="{lx}" y="{ly - 11}" width="12" height="12" fill="{ROLE_COLOURS[role]}"/>'
                     f'<text x="{lx + 16}" y="{ly}" class="legend">{escape(role)}</text>')
+    for i, note in enumerate(notes):
+        body.append(f'<text x="{MARGIN}" y="{ly + 24 + i * NOTE_LINE}" class="note">{escape(note)}</text>')
     draw = view.rows.get(row)
     over = sum(by_rack[r.name].over for r in racks)
     budget = f", {over} over the {kw(view.budget_w)} budget" if over and view.budget_w else ""
@@ -85,7 +135,8 @@ def row_svg(plan: Plan, row: int, racks: list[Rack], devices: dict[str, list[Dev
             f"<title>{escape(title)}</title>",
             "<style>.h{font-size:16px;font-weight:bold}text.rack{font-size:12px;text-anchor:middle}"
             "text.power{font-size:11px;text-anchor:middle;fill:#404040}text.over{fill:#C00000;font-weight:bold}"
-            ".u{font-size:8px;text-anchor:end;fill:#666}.dev{font-size:9px;fill:#fff;text-anchor:start}.legend{font-size:11px}</style>",
+            ".u{font-size:8px;text-anchor:end;fill:#666}.dev{font-size:9px;fill:#fff;text-anchor:start}.dark{fill:#000}"
+            ".legend{font-size:11px}.note{font-size:11px;fill:#333}</style>",
             f'<text x="{MARGIN}" y="22" class="h">{escape(title)}</text>']
     return "\n".join(head + body + ["</svg>"]) + "\n"
 

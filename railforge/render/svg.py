@@ -23,6 +23,8 @@ MAX_BLOCKS = 16
 MAX_LABELLED_BUNDLES = 40
 BOX_W, BOX_H, GAP, ROW_H, MARGIN = 120, 44, 14, 150, 20
 COLOURS = ("#4472C4", "#70AD47", "#ED7D31", "#7F7F7F")
+DARK_TEXT = {"#70AD47", "#ED7D31", "#7F7F7F"}
+"""Fills on which white text reads under 4.5:1 (WCAG 2.x): their box names are drawn in black."""
 
 
 def _block(dev: Device, row: int) -> str:
@@ -38,24 +40,87 @@ def natural(text: str) -> list:
 
 
 def _bucket(keys: list[str]) -> dict[str, str]:
-    """Merge consecutive blocks when a tier has more than MAX_BLOCKS of them."""
+    """Merge consecutive blocks when a tier has more than MAX_BLOCKS of them; a merged block is named by its first
+    and last member in full (`plane1 … plane2`: `plane1 … 2` read as one plane or a count)."""
     if len(keys) <= MAX_BLOCKS:
         return {k: k for k in keys}
     per = -(-len(keys) // MAX_BLOCKS)
     out = {}
     for i in range(0, len(keys), per):
         chunk = keys[i:i + per]
-        name = chunk[0] if len(chunk) == 1 else f"{chunk[0]} … {_tail(chunk[0], chunk[-1])}"
+        name = chunk[0] if len(chunk) == 1 else f"{chunk[0]} … {chunk[-1]}"
         for k in chunk:
             out[k] = name
     return out
 
 
-def _tail(first: str, last: str) -> str:
-    """What `last` adds after the prefix it shares with `first`: 'SU 004' after 'SU 001' -> '004', 'spine08' after
-    'spine01' -> '08', so a merged block's name fits its box."""
-    m = re.fullmatch(r"(.*?)(\d+)", last)
-    return m.group(2) if m and first.startswith(m.group(1)) else last
+Box = tuple[float, float, float, float]
+Segment = tuple[float, float, float, float]
+
+
+def _overlaps(a: Box, b: Box) -> bool:
+    return not (a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1])
+
+
+def _crosses(box: Box, seg: Segment) -> bool:
+    """Whether the segment passes through the box (Liang–Barsky clipping)."""
+    x1, y1, x2, y2 = seg
+    t0, t1 = 0.0, 1.0
+    for p, q in ((x1 - x2, x1 - box[0]), (x2 - x1, box[2] - x1), (y1 - y2, y1 - box[1]), (y2 - y1, box[3] - y1)):
+        if p == 0:
+            if q < 0:
+                return False
+            continue
+        t = q / p
+        if p < 0:
+            t0 = max(t0, t)
+        else:
+            t1 = min(t1, t)
+        if t0 > t1:
+            return False
+    return True
+
+
+def _label_box(x: float, y: float, text: str) -> Box:
+    half = CHAR_W * len(text) / 2 + LABEL_PAD
+    return x - half, y - LABEL_H - LABEL_PAD, x + half, y + LABEL_PAD
+
+
+def _free_spot(taken: list[Box], lines: list[Segment], own: int, text: str, seg: Segment) -> tuple[int, int] | None:
+    """The first spot along the line (LABEL_SPOTS) where the label's box overlaps no label, title or block placed
+    before and no other line crosses it; None when there is none. Labels once sat at one fixed spot and overran
+    each other where bundles fan out of one block, then sat on other bundles' lines where they cross."""
+    xa, ya, xb, yb = seg
+    for f in LABEL_SPOTS:
+        x, y = round(xa + (xb - xa) * f), round(ya + (yb - ya) * f + LABEL_H / 2)
+        box = _label_box(x, y, text)
+        if (all(not _overlaps(box, o) for o in taken)
+                and not any(i != own and _crosses(box, other) for i, other in enumerate(lines))):
+            return x, y
+    return None
+
+
+def _table(caption: str, rows: list[str], cols: list[str], cells: dict[tuple[str, str], str], y0: int
+           ) -> tuple[list[str], int, int]:
+    """A bundle table: a line per upper block, a column per lower block, each cell its bundle's `count × speed`
+    ('–' for none) — where the bundles are too many to label on their lines without crossing others."""
+    first = round(CHAR_W * max(len(r) for r in rows)) + 2 * GAP
+    widths = [round(CHAR_W * max(len(c), *(len(cells.get((r, c), "–")) for r in rows))) + GAP for c in cols]
+    out = [f'<g class="bundle-table"><text x="{MARGIN}" y="{y0 + 14}" class="tier">{escape(caption)}</text>']
+    x = MARGIN + first
+    xs = []
+    for w in widths:
+        xs.append(x)
+        x += w
+    y = y0 + 14 + LIST_LINE + 4
+    out += [f'<text x="{cx}" y="{y}" class="head">{escape(c)}</text>' for cx, c in zip(xs, cols, strict=True)]
+    for r in rows:
+        y += LIST_LINE
+        out.append(f'<text x="{MARGIN}" y="{y}" class="head">{escape(r)}</text>')
+        out += [f'<text x="{cx}" y="{y}" class="cell">{escape(cells.get((r, c), "–"))}</text>'
+                for cx, c in zip(xs, cols, strict=True)]
+    out.append("</g>")
+    return out, y + 10, x + MARGIN
 
 
 def _panel(plan: Plan, fabric: str, devices: dict[str, Device], y0: int) -> tuple[list[str], int, int]:
@@ -67,9 +132,9 @@ def _panel(plan: Plan, fabric: str, devices: dict[str, Device], y0: int) -> tupl
         return [], y0, 0
     blocks: list[dict[str, list[Device]]] = [defaultdict(list) for _ in range(host_row + 1)]
     seen: set[str] = set()
-    bundle: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+    bundle: dict[tuple, int] = defaultdict(int)
     placed: dict[str, tuple[int, str]] = {}
-    taken: list[tuple[float, float, float, float]] = []  # boxes of the tier titles and bundle labels drawn so far
+    taken: list[Box] = []  # boxes of the tier titles, blocks and bundle labels drawn so far
 
     def place(name: str) -> tuple[int, str]:
         hit = placed.get(name)
@@ -86,92 +151,109 @@ def _panel(plan: Plan, fabric: str, devices: dict[str, Device], y0: int) -> tupl
         a, b = place(link.a.device), place(link.b.device)
         if a > b:
             a, b = b, a
-        bundle[(a, b, link.speed_mbps)][0] += 1
+        bundle[(a, b, link.speed_mbps)] += 1
 
     merged = [_bucket(sorted(rb, key=natural)) for rb in blocks]
     rows_used = [i for i in range(host_row + 1) if blocks[i]]
+    names_of = {row: list(dict.fromkeys(merged[row][k] for k in sorted(blocks[row], key=natural))) for row in rows_used}
+    box_w = max(BOX_W, *(round(CHAR_W * 1.1 * len(n)) + 4 * LABEL_PAD for v in names_of.values() for n in v))
+    title_of = {row: "SU / endpoints" if row == host_row else TIER_TITLES.get(tiers[row][0].split("-")[-1],
+                                                                                tiers[row][0]) for row in rows_used}
     shapes: list[str] = []
     width = 0
     pos: dict[tuple[int, str], tuple[int, int]] = {}
-    title_y = y0 + 24
-    shapes.append(f'<text x="{MARGIN}" y="{title_y}" class="title">{escape(fabric)} fabric</text>')
+    shapes.append(f'<text x="{MARGIN}" y="{y0 + 24}" class="title">{escape(fabric)} fabric</text>')
     y0 += 20
     for n, row in enumerate(rows_used):
         y = y0 + 50 + n * ROW_H
-        names = list(dict.fromkeys(merged[row][k] for k in sorted(blocks[row], key=natural)))
+        names = names_of[row]
         counts: dict[str, list[Device]] = defaultdict(list)
         for k, devs in blocks[row].items():
             counts[merged[row][k]].extend(devs)
         if row < host_row:
-            role = tiers[row][0]
-            title = TIER_TITLES.get(role.split("-")[-1], role)
-            models = sorted({d.model for d in counts[names[0]]} | {d.model for v in counts.values() for d in v})
-            label = f"{title} ({role}): {sum(len(v) for v in counts.values())} × {'/'.join(models)}"
+            models = sorted({d.model for v in counts.values() for d in v})
+            label = f"{title_of[row]}: {sum(len(v) for v in counts.values())} × {'/'.join(models)}"
         else:
-            hosts = [d for v in counts.values() for d in v]
-            label = f"SU / endpoints: {len(hosts)}"
+            label = f"{title_of[row]}: {sum(len(v) for v in counts.values())}"
         shapes.append(f'<text x="{MARGIN}" y="{y - 8}" class="tier">{escape(label)}</text>')
         taken.append((MARGIN - LABEL_PAD, y - 8 - 13, MARGIN + 7.5 * len(label), y - 8 + LABEL_PAD))
         for i, name in enumerate(names):
-            x = MARGIN + i * (BOX_W + GAP)
-            pos[(row, name)] = (x + BOX_W // 2, y)
+            x = MARGIN + i * (box_w + GAP)
+            pos[(row, name)] = (x + box_w // 2, y)
+            taken.append((x, y, x + box_w, y + BOX_H))
             devs = counts[name]
             roles = defaultdict(int)
             for d in devs:
                 roles[d.role] += 1
             detail = ", ".join(f"{n} {r}" for r, n in sorted(roles.items()))
+            colour = COLOURS[min(row, 3)]
+            ink = " dark" if colour in DARK_TEXT else ""
             shapes.append(f'<g><title>{escape(name)}: {escape(detail)}</title>'
-                          f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="6" '
-                          f'fill="{COLOURS[min(row, 3)]}"/>'
-                          f'<text x="{x + BOX_W // 2}" y="{y + 18}" class="box">{escape(name)}</text>'
-                          f'<text x="{x + BOX_W // 2}" y="{y + 35}" class="box small">{len(devs)} '
+                          f'<rect x="{x}" y="{y}" width="{box_w}" height="{BOX_H}" rx="6" fill="{colour}"/>'
+                          f'<text x="{x + box_w // 2}" y="{y + 18}" class="box{ink}">{escape(name)}</text>'
+                          f'<text x="{x + box_w // 2}" y="{y + 35}" class="box small{ink}">{len(devs)} '
                           f'{"device" if len(devs) == 1 else "devices"}</text></g>')
-            width = max(width, x + BOX_W + MARGIN)
-    drawn: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
-    for ((ra, ka), (rb, kb), mbps), (count, _) in bundle.items():
-        drawn[((ra, merged[ra][ka]), (rb, merged[rb][kb]), mbps)][0] += count
-    lines, labels = [], []
-    label_all = len(drawn) <= MAX_LABELLED_BUNDLES
+            width = max(width, x + box_w + MARGIN)
+    drawn: dict[tuple, int] = defaultdict(int)
+    for ((ra, ka), (rb, kb), mbps), count in bundle.items():
+        drawn[((ra, merged[ra][ka]), (rb, merged[rb][kb]), mbps)] += count
+    order = sorted(drawn.items())
+    segs: list[Segment] = []
+    lines = []
     totals: dict[tuple[int, int, int], int] = defaultdict(int)
-    for (a, b, mbps), (count, _) in sorted(drawn.items()):
+    pairs: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for i, ((a, b, mbps), count) in enumerate(order):
         (xa, ya), (xb, yb) = pos[a], pos[b]
         ya += BOX_H if ya < yb else 0
         yb += BOX_H if yb < ya else 0
+        segs.append((xa, ya, xb, yb))
         text = f"{count} × {speed_label(mbps)}"
         totals[(a[0], b[0], mbps)] += count
-        lines.append(f'<line x1="{xa}" y1="{ya}" x2="{xb}" y2="{yb}"><title>{escape(a[1])} – {escape(b[1])}: '
-                     f'{text}</title></line>')
-        if label_all and a[0] != b[0]:
-            spot = _free_spot(taken, text, xa, ya, xb, yb)
-            if spot is not None:
-                labels.append(f'<text x="{spot[0]}" y="{spot[1]}" class="bundle">{text}</text>')
-    bottom = y0 + 50 + (len(rows_used) - 1) * ROW_H + BOX_H + 20
+        lines.append(f'<line id="{fabric}-{i}" x1="{xa}" y1="{ya}" x2="{xb}" y2="{yb}"><title>{escape(a[1])} – '
+                     f'{escape(b[1])}: {text}</title></line>')
+        if a[0] != b[0]:
+            pairs[(a[0], b[0])].append(i)
+    labels: list[str] = []
+    tables: list[tuple[int, int]] = []
+    for pair, members in sorted(pairs.items()):
+        spots = []
+        if len(members) <= MAX_LABELLED_BUNDLES:
+            for i in members:
+                text = f"{order[i][1]} × {speed_label(order[i][0][2])}"
+                spot = _free_spot(taken + [_label_box(*s, t) for s, t in spots], segs, i, text, segs[i])
+                if spot is None:
+                    break
+                spots.append((spot, text))
+        if len(spots) < len(members):
+            tables.append(pair)
+            continue
+        for i, (spot, text) in zip(members, spots, strict=True):
+            taken.append(_label_box(*spot, text))
+            labels.append(f'<text x="{spot[0]}" y="{spot[1]}" class="bundle" data-line="{fabric}-{i}">{text}</text>')
+    bottom = y0 + 50 + (len(rows_used) - 1) * ROW_H + BOX_H + 10
+    for ra, rb in tables:
+        cells: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for (a, b, mbps), count in order:
+            if (a[0], b[0]) == (ra, rb):
+                cells[(a[1], b[1])].append(f"{count} × {speed_label(mbps)}")
+        caption = (f"{title_of[ra]} – {title_of[rb]} bundles, too many to label on their lines: a line per "
+                   f"{title_of[ra]} block, a column per {title_of[rb]} block")
+        parts, bottom, w = _table(caption, names_of[ra], names_of[rb], {k: " + ".join(v) for k, v in cells.items()},
+                                  bottom)
+        shapes += parts
+        width = max(width, w)
+    bottom += 10
     for i, ((ra, rb, mbps), count) in enumerate(sorted(totals.items())):
-        name_a = "SU / endpoints" if ra == host_row else tiers[ra][0]
-        name_b = "SU / endpoints" if rb == host_row else tiers[rb][0]
+        between = f"within {title_of[ra]}" if ra == rb else f"{title_of[ra]} – {title_of[rb]}"
         shapes.append(f'<text x="{MARGIN}" y="{bottom + 16 * (i + 1)}" class="sum">'
-                      f'{escape(name_a)} – {escape(name_b)}: {count} × {speed_label(mbps)}</text>')
+                      f'{escape(between)}: {count} × {speed_label(mbps)}</text>')
     bottom += 16 * (len(totals) + 1)
     return ['<g class="links">', *lines, "</g>", *labels, *shapes], bottom, width
 
 
-LABEL_SPOTS = (0.6, 0.4, 0.75, 0.25, 0.5, 0.85, 0.15)  # where along its line a bundle label may sit, in order
+LABEL_SPOTS = (0.6, 0.4, 0.75, 0.25, 0.5, 0.85, 0.15, 0.7, 0.3, 0.8, 0.2, 0.9, 0.1, 0.65, 0.35, 0.55, 0.45)
+"""Where along its line a bundle label may sit, in order of preference."""
 CHAR_W, LABEL_H, LABEL_PAD = 6.2, 11, 3  # 10 px sans-serif: an upper bound of a character's advance
-
-
-def _free_spot(taken: list[tuple[float, float, float, float]], text: str, xa: int, ya: int, xb: int,
-               yb: int) -> tuple[int, int] | None:
-    """The first spot along the line (LABEL_SPOTS) where the label's box overlaps no label placed before, which
-    it then joins; None when every spot is taken: the line's tooltip and the panel's totals still give the
-    count. Labels once sat at one fixed spot and overran each other where bundles fan out of one block."""
-    half = CHAR_W * len(text) / 2 + LABEL_PAD
-    for f in LABEL_SPOTS:
-        x, y = round(xa + (xb - xa) * f), round(ya + (yb - ya) * f)
-        box = (x - half, y - LABEL_H - LABEL_PAD, x + half, y + LABEL_PAD)
-        if all(box[2] <= o[0] or o[2] <= box[0] or box[3] <= o[1] or o[3] <= box[1] for o in taken):
-            taken.append(box)
-            return x, y
-    return None
 
 
 LIST_LINE, LIST_FONT = 14, 10  # the per-spine lists: line pitch and font size, px
@@ -227,8 +309,8 @@ def _spine_view(plan: Plan, fabric: str, devices: dict[str, Device], y0: int) ->
         sub = model[names[0]] if len(names) == 1 else f"{len(names)} devices"
         shapes.append(f'<g><title>{escape(col)}: {escape(", ".join(sorted(names, key=natural)))}</title>'
                       f'<rect x="{x}" y="{box_y}" width="{col_w}" height="{BOX_H}" rx="6" fill="{COLOURS[1]}"/>'
-                      f'<text x="{x + col_w // 2}" y="{box_y + 18}" class="box">{escape(col)}</text>'
-                      f'<text x="{x + col_w // 2}" y="{box_y + 35}" class="box small">{escape(sub)}</text></g>')
+                      f'<text x="{x + col_w // 2}" y="{box_y + 18}" class="box dark">{escape(col)}</text>'
+                      f'<text x="{x + col_w // 2}" y="{box_y + 35}" class="box small dark">{escape(sub)}</text></g>')
         for j, (_, text) in enumerate(lists[col]):
             shapes.append(f'<text x="{x + LABEL_PAD}" y="{top + j * LIST_LINE}" class="leg">{escape(text)}</text>')
         width = max(width, x + col_w + MARGIN)
@@ -240,8 +322,8 @@ def _spine_view(plan: Plan, fabric: str, devices: dict[str, Device], y0: int) ->
         n = sum(1 for d in devices.values() if d.role == leaf_role and leaves.get(_block(d, 2)) == row)
         shapes.append(f'<g><title>{escape(row)}: {n} {escape(leaf_role)}</title>'
                       f'<rect x="{x}" y="{leaf_y}" width="{BOX_W}" height="{BOX_H}" rx="6" fill="{COLOURS[2]}"/>'
-                      f'<text x="{x + BOX_W // 2}" y="{leaf_y + 18}" class="box">{escape(row)}</text>'
-                      f'<text x="{x + BOX_W // 2}" y="{leaf_y + 35}" class="box small">{n} '
+                      f'<text x="{x + BOX_W // 2}" y="{leaf_y + 18}" class="box dark">{escape(row)}</text>'
+                      f'<text x="{x + BOX_W // 2}" y="{leaf_y + 35}" class="box small dark">{n} '
                       f'{"device" if n == 1 else "devices"}</text></g>')
         width = max(width, x + BOX_W + MARGIN)
     lines = [f'<line x1="{xs[s]}" y1="{box_y + BOX_H}" x2="{leaf_x[leaf]}" y2="{leaf_y}"><title>{escape(s)} – '
@@ -271,7 +353,8 @@ def fabric_svg(plan: Plan) -> str:
         f"<title>{escape(c.name)}: {c.gpus} GPUs, {c.fabric} {c.tiers}-tier {c.mode}</title>",
         "<style>.title{font-size:18px;font-weight:bold}.tier{font-size:12px}.box{font-size:11px;fill:#fff;"
         "text-anchor:middle}.small{font-size:10px}.bundle{font-size:10px;fill:#333;text-anchor:middle;paint-order:stroke;stroke:#fff;stroke-width:3px}"
-        ".sum{font-size:12px;fill:#333}.leg{font-size:10px;fill:#333}.links line{stroke:#999;stroke-width:1}</style>",
+        ".sum{font-size:12px;fill:#333}.leg{font-size:10px;fill:#333}.dark{fill:#000}.head{font-size:10px;font-weight:bold}"
+        ".cell{font-size:10px;fill:#333}.links line{stroke:#999;stroke-width:1}</style>",
     ]
     return "\n".join(head + body + ["</svg>"]) + "\n"
 

@@ -276,7 +276,7 @@ def _svg_text(path):
 
 def test_svg_of_the_superpod_names_its_tiers_and_bundles(built):
     _, text = _svg_text(built("dgx-h100-4su") / "fabric.svg")
-    for word in ("spine (spine): 16 × QM9700", "leaf (leaf): 32 × QM9700", "SU 001", "SU 004", "storage fabric",
+    for word in ("spine: 16 × QM9700", "leaf: 32 × QM9700", "SU 001", "SU 004", "storage fabric",
                  "oob fabric"):
         assert word in text
     # each SU's nodes reach its 8 leaves over 8 x 32 cables (SU 4: 31 DGX + 4 UFM ports)
@@ -286,7 +286,7 @@ def test_svg_of_the_superpod_names_its_tiers_and_bundles(built):
 def test_svg_of_the_16k_fabric_stays_small_and_names_every_tier(built):
     path = built("roce-16k-railplane") / "fabric.svg"
     root, text = _svg_text(path)
-    for word in ("super-spine (superspine)", "spine (spine)", "leaf (leaf)", "SU / endpoints"):
+    for word in ("super-spine: 128 × SN5600", "spine: 256 × SN5600", "leaf: 256 × SN5600", "SU / endpoints: 2048"):
         assert word in text
     assert "16384 × 400G" in text
     assert path.stat().st_size < 150_000
