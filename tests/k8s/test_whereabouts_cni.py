@@ -19,7 +19,9 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,7 +31,7 @@ from tests.conftest import example_spec, run_cli
 
 from . import cni
 from .conftest import K8S_EXAMPLE, require_k8s_toolchain
-from .pulumi_stack import RailforgeStack
+from .pulumi_stack import RailforgeStack, Run, error_messages
 
 POD_NAMESPACE = "i36cni-pods"  # the stack's workloadNamespace
 CONCURRENT = 24
@@ -86,23 +88,64 @@ def cni_bin() -> Path:
     return require_k8s_toolchain("pulumi", "pulumi-resource-kubernetes", "macvlan", "whereabouts")
 
 
+@dataclass
+class RailStack:
+    stack: RailforgeStack
+    refused: Run  # the first `up`, before the workload namespace existed
+    refused_state: list[str]  # the stack's resource types after it
+    finished: Run  # the next `up`, once the namespace was made
+
+
 @pytest.fixture(scope="module")
-def rail_stack(cni_bin, k8s_cluster, built, tmp_path_factory):
-    """`pulumi up` of the program with whereabouts and the rail attachments; destroyed after the module."""
+def rail_stack(cni_bin, k8s_cluster, built, tmp_path_factory) -> Iterator[RailStack]:
+    """`pulumi up` of the program with whereabouts and the rail attachments, destroyed after the module. The first
+    `up` runs before the workload namespace exists, so the API server refuses the NADs; the namespace is then made
+    (the cause fixed) and the next `up` finishes the stack."""
     api = k8s_cluster.api
-    api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": POD_NAMESPACE}})
     stack = RailforgeStack(cni_bin, tmp_path_factory.mktemp("cni-stack"), k8s_cluster.kubeconfig, name="cni")
     stack.configure(plan=built(K8S_EXAMPLE) / "plan.json", helmReleases=False, gpuOperator=False, nodeLabels=False,
                     volcano=False, kueue=False, priorityClasses=False, workloadNamespace=POD_NAMESPACE,
                     networkOperatorNamespace="i36cni-network-operator")
-    run = stack.up()
-    assert run.ok, run.error
+    assert api.find("v1", "Namespace", POD_NAMESPACE) is None
     try:
-        yield stack
+        started = time.monotonic()
+        refused = stack.up()
+        print(f"\nrefused up: {time.monotonic() - started:.1f} s")
+        refused_state = [r["type"] for r in stack.resources()]
+        api.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": POD_NAMESPACE}})
+        started = time.monotonic()
+        finished = stack.up()
+        print(f"finishing up: {time.monotonic() - started:.1f} s")
+        assert finished.ok, finished.error
+        yield RailStack(stack, refused, refused_state, finished)
     finally:
         gone = stack.destroy()
-        api.delete("v1", "Namespace", POD_NAMESPACE)
+        if api.find("v1", "Namespace", POD_NAMESPACE) is not None:
+            api.delete("v1", "Namespace", POD_NAMESPACE)
         assert gone.ok, gone.error
+
+
+def test_an_object_the_api_server_refuses_fails_up_naming_it_and_the_next_up_finishes(rail_stack, k8s_plan):
+    """workloadNamespace names a namespace that does not exist: the API server refuses each rail's NAD. `up` fails
+    (exit 1) with one distinct error per refused NAD naming it and the cause, no traceback; what it could create
+    stays in the state, and the `up` after the namespace exists creates exactly the NADs and changes nothing else."""
+    rails = sorted({n.rail for n in k8s_plan.pod_networks})
+    refused = rail_stack.refused
+    assert not refused.ok
+    assert "code: 1\n" in refused.error, refused.error
+    assert "Traceback" not in refused.error + refused.output
+    # one distinct message per refused NAD (the CLI prints each where it happened and again in its summaries)
+    errors = set(error_messages(refused)) - {"update failed"}
+    assert len(errors) == len(rails), "\n".join(sorted(errors))
+    for rail in rails:
+        (line,) = [e for e in errors if f'NetworkAttachmentDefinition::rail-attachments-rail{rail}-ipoib"' in e]
+        assert f'namespaces "{POD_NAMESPACE}" not found' in line, line
+    # everything but the NADs was created by the failed `up` and kept in the state
+    assert "kubernetes:apps/v1:DaemonSet" in rail_stack.refused_state
+    assert rail_stack.refused_state.count("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition") == 5
+    assert "kubernetes:k8s.cni.cncf.io/v1:NetworkAttachmentDefinition" not in rail_stack.refused_state
+    assert rail_stack.finished.changes.get("create") == len(rails), rail_stack.finished.changes
+    assert set(rail_stack.finished.changes) == {"create", "same"}, rail_stack.finished.changes
 
 
 @pytest.fixture(scope="module")
