@@ -210,6 +210,46 @@ def test_concurrent_adds_get_distinct_addresses_of_the_plans_rail_range_and_del_
     assert allocated(api, nad["ipam"]["range"]) == {}
 
 
+def test_pods_with_an_interface_on_every_rail_get_each_rails_address(
+        rail_stack, flat_file, cni_bin, k8s_cluster, k8s_plan):
+    """Two pods with one interface per rail (net1..net8, as a training pod asks for rdma/rail0..7), all 16 ADDs at
+    once through each rail's NAD over its own stand-in netdev: every interface's address is in its own rail's plan
+    range and no two are equal; DEL of every interface empties every rail's pool."""
+    api = k8s_cluster.api
+    nads = nads_on_server(api)
+    nets = {n.rail: n for n in k8s_plan.pod_networks}
+    masters = {rail: f"{cni.PREFIX}-m{rail}{os.getpid() % 100000}"[:14] for rail in nets}
+    stems = [f"{cni.PREFIX}-{os.getpid() % 100000}-mr{i}" for i in range(2)]
+    configs = {}
+    calls = []
+    try:
+        for rail, master in masters.items():
+            nad = nads[f"rail{rail}-ipoib"]
+            cni.add_master(master, nad.get("mtu", 1500))
+            configs[rail] = cni.runtime_config(nad, master, flat_file)
+        for stem in stems:
+            cni.add_netns(stem)
+            calls += [(rail, cni.Pod(stem, namespace=POD_NAMESPACE, ifname=f"net{rail + 1}")) for rail in nets]
+        with ThreadPoolExecutor(len(calls)) as pool:
+            results = list(pool.map(lambda c: (c[0], cni.call(cni_bin, "ADD", configs[c[0]], c[1])), calls))
+        addresses = [r.addresses[0] for _, r in results]
+        assert len(set(addresses)) == len(calls), sorted(addresses)
+        for rail, r in results:
+            net = nets[rail]
+            assert in_range(r.addresses[0], {"range": net.subnet, "range_start": net.range_start,
+                                             "range_end": net.range_end}), (rail, r.addresses)
+            assert cni.netns_addresses(r.pod.netns, r.pod.ifname) == r.addresses
+    finally:
+        for rail, pod in calls:
+            with contextlib.suppress(cni.CniError):
+                cni.call(cni_bin, "DEL", configs[rail], pod)
+        for stem in stems:
+            cni.del_netns(stem)
+        for master in masters.values():
+            cni.del_link(master)
+    assert {rail: allocated(api, net.subnet) for rail, net in nets.items()} == {rail: {} for rail in nets}
+
+
 @pytest.fixture(scope="module")
 def tiny_plan(tmp_path_factory) -> Path:
     """A one-SU RoCE cluster of 4 slots with 1 pod address per node and rail: a 4-address range per rail."""
