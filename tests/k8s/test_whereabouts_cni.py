@@ -27,11 +27,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import example_spec, run_cli
+from tests.conftest import example_spec, require_tool, run_cli
 
 from . import cni
 from .conftest import K8S_EXAMPLE, require_k8s_toolchain
 from .pulumi_stack import RailforgeStack, Run, error_messages
+
+pytestmark = pytest.mark.root  # network namespaces and links
 
 POD_NAMESPACE = "i36cni-pods"  # the stack's workloadNamespace
 CONCURRENT = 24
@@ -85,6 +87,7 @@ class Node:
 
 @pytest.fixture(scope="module")
 def cni_bin() -> Path:
+    require_tool("root", "ip")
     return require_k8s_toolchain("pulumi", "pulumi-resource-kubernetes", "macvlan", "whereabouts")
 
 
