@@ -97,3 +97,13 @@ class RailforgeStack:
         summary = getattr(result, "summary", None)
         changes = dict(summary.resource_changes or {}) if summary else dict(result.change_summary or {})
         return Run(True, "".join(out), changes)
+
+
+def error_messages(run: Run) -> list[str]:
+    """The text of every `error:` line of the CLI's output."""
+    out = []
+    for line in run.error.splitlines():
+        if "error: " in line:
+            text = line.split("error: ", 1)[1].strip()
+            out.append(text.removeprefix("an unhandled error occurred: "))
+    return out

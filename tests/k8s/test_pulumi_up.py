@@ -16,7 +16,7 @@ import yaml
 from tests.conftest import ROOT, example_spec, run_cli
 
 from .conftest import K8S_EXAMPLE, require_k8s_toolchain
-from .pulumi_stack import RailforgeStack
+from .pulumi_stack import RailforgeStack, error_messages
 
 SCHEDULER_CRDS = ("kueue-v0.19.2", "volcano-v1.15.1")  # the schedulers are the site's; the stack only uses them
 
@@ -36,7 +36,7 @@ def install_scheduler_crds(cluster) -> None:
         for name in names:
             crd = cluster.api.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
             if not any(c["type"] == "Established" and c["status"] == "True"
-                       for c in crd.get("status", {}).get("conditions", [])):
+                       for c in (crd.get("status") or {}).get("conditions") or []):
                 return False
         return True
 
@@ -56,16 +56,6 @@ def smaller_plan(tmp_path_factory) -> Path:
     (work / "cluster.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     run_cli("build", str(work / "cluster.yaml"), "--out", str(work / "out"))
     return work / "out" / "plan.json"
-
-
-def error_messages(run) -> list[str]:
-    """The text of every `error:` line of the CLI's output."""
-    out = []
-    for line in run.error.splitlines():
-        if "error: " in line:
-            text = line.split("error: ", 1)[1].strip()
-            out.append(text.removeprefix("an unhandled error occurred: "))
-    return out
 
 
 def stack_objects(stack: RailforgeStack) -> list[tuple[str, str, str, str | None]]:
