@@ -61,15 +61,15 @@ class Nautobot(Client):
             raise SotError(self.rest.answer_error(e.req)) from None
         except requests.RequestException as e:
             raise SotError(f"cannot reach Nautobot at {self.api.base_url}: {e.__class__.__name__}") from None
-        self.rest.get("dcim/locations", limit=1)
+        self.rest.page("dcim/locations", limit=1)
         return str(status.get("nautobot-version", "unknown"))
 
     def has_site(self, want: Desired) -> bool:
-        return bool(self.rest.get("dcim/locations", name=want.site, limit=1)["results"])
+        return bool(self.rest.page("dcim/locations", name=want.site, limit=1)["results"])
 
     def _has_bgp_app(self) -> bool:
         try:
-            self.rest.get("plugins/bgp/autonomous-systems", limit=1)
+            self.rest.page("plugins/bgp/autonomous-systems", limit=1)
         except SotError as e:
             if "HTTP 404" in str(e):
                 return False
@@ -84,7 +84,7 @@ class Nautobot(Client):
             self.notes = [f"Nautobot has no {BGP_APP} app (its core has no ASN model): ASNs and BGP routing "
                           f"instances are not pushed or compared"]
         types = CONTENT_TYPES + (BGP_TYPES if self.bgp_app else [])
-        found = self.rest.get("extras/tags", name=self.tag)["results"]
+        found = self.rest.page("extras/tags", name=self.tag)["results"]
         if not found:
             tag = self.rest.request("POST", "extras/tags", "creating the owner tag",
                                     body={"name": self.tag, "color": "76b900", "content_types": types,
@@ -201,8 +201,8 @@ class Nautobot(Client):
         """Everything in the plan's scope: its location, its namespace, its tag, the planned ASNs and catalog
         names, read all at once."""
         rest, tag = self.rest, self.tag
-        location = next(iter(rest.get("dcim/locations", name=want.site)["results"]), None)
-        namespace = next(iter(rest.get("ipam/namespaces", name=tag)["results"]), None)
+        location = next(iter(rest.page("dcim/locations", name=want.site)["results"]), None)
+        namespace = next(iter(rest.page("ipam/namespaces", name=tag)["results"]), None)
         reads: dict[str, list] = {
             "location type": [("dcim/location-types", {"name": LOCATION_TYPE})],
             "manufacturer": [("dcim/manufacturers", {})], "role": [("extras/roles", {})],

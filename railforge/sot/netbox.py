@@ -73,14 +73,14 @@ class NetBox(Client):
             raise SotError(self.rest.answer_error(e.req)) from None
         except requests.RequestException as e:
             raise SotError(f"cannot reach NetBox at {self.api.base_url}: {e.__class__.__name__}") from None
-        self.rest.get("dcim/sites", limit=1)
+        self.rest.page("dcim/sites", limit=1)
         return str(status.get("netbox-version", "unknown"))
 
     def has_site(self, want: Desired) -> bool:
-        return bool(self.rest.get("dcim/sites", slug=slug(want.site), limit=1)["results"])
+        return bool(self.rest.page("dcim/sites", slug=slug(want.site), limit=1)["results"])
 
     def prepare(self) -> None:
-        if not self.rest.get("extras/tags", slug=self.tag)["results"]:
+        if not self.rest.page("extras/tags", slug=self.tag)["results"]:
             self.rest.request("POST", "extras/tags", "creating the owner tag",
                               body={"name": f"railforge:{self.cluster}"[:100], "slug": self.tag, "color": "76b900",
                                     "description": "created and owned by railforge"})
@@ -179,8 +179,8 @@ class NetBox(Client):
         """Everything in the plan's scope (its site, its VRF, its tag, its planned ASNs and catalog names), every
         read asking only for the fields compared, all of them at once."""
         rest, tag = self.rest, self.tag
-        site = next(iter(rest.get("dcim/sites", slug=slug(want.site), fields=READS["site"])["results"]), None)
-        vrf = next(iter(rest.get("ipam/vrfs", name=self.tag, fields=READS["VRF"])["results"]), None)
+        site = next(iter(rest.page("dcim/sites", slug=slug(want.site), fields=READS["site"])["results"]), None)
+        vrf = next(iter(rest.page("ipam/vrfs", name=self.tag, fields=READS["VRF"])["results"]), None)
         site_id, vrf_id = (site or {}).get("id"), (vrf or {}).get("id")
         reads: dict[str, list] = {
             "manufacturer": [("dcim/manufacturers", {})], "device role": [("dcim/device-roles", {})],

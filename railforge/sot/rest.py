@@ -69,29 +69,49 @@ class Rest:
                     f"RAILFORGE_{self.product.upper()}_TOKEN")
         return f"{self.product} answered HTTP {resp.status_code}: {resp.text[:300]}"
 
-    def get(self, path: str, **params) -> dict:
+    def get(self, path: str, **params) -> Any:
         return self.request("GET", path, f"reading {path}", params=params)
+
+    def page(self, path: str, **params) -> dict:
+        """One page of a listing at `path`, its shape checked."""
+        return self.listing(path, self.get(path, **params))
+
+    def listing(self, path: str, answer: Any, count: bool = False) -> dict:
+        """`answer` if it is a listing page as the product sends one (an object whose `results` is a list of
+        objects; its `count` an integer, or, on NetBox's id-cursor pages, none); else one error naming the
+        endpoint, what a listing is and what came instead. Checked where it is read, so a page of the wrong shape
+        is never taken for an empty listing or a missing object."""
+        results = answer.get("results") if isinstance(answer, dict) else None
+        number = answer.get("count") if isinstance(answer, dict) else None
+        count = count or not self.cursor
+        if isinstance(results, list) and all(isinstance(r, dict) for r in results) and \
+                ((isinstance(number, int) and not isinstance(number, bool)) or (number is None and not count)):
+            return answer
+        expected = "an object with `results` (a list of objects)" + (" and an integer `count`" if count else
+                                                                     ", its `count` an integer or none")
+        raise SotError(f"reading {self.base}/api/{path.strip('/')}/: expected a listing ({expected}), got "
+                       f"{_shape(answer)}: {self.not_the_api()}")
 
     # -- reads ----------------------------------------------------------------------------------------------------
 
     def all(self, path: str, **params) -> list[dict]:
         """Every object at `path` matching `params`, read in pages over up to `workers` parallel streams."""
         params = {k: v for k, v in params.items() if v is not None}
-        first = self.get(path, **params, limit=PAGE, **({"ordering": "id"} if self.cursor else {}))
+        first = self.listing(path, self.get(path, **params, limit=PAGE, **({"ordering": "id"} if self.cursor else {})))
         results = first["results"]
         if not first.get("next"):
             return results
         if self.cursor:
             return results + self._by_id(path, params, results[-1]["id"] + 1)
-        size, count = len(results), first["count"]
+        size, count = len(results), self.listing(path, first, count=True)["count"]
         offsets = list(range(size, count, size))
         with ThreadPoolExecutor(min(self.workers, len(offsets))) as pool:
-            pages = pool.map(lambda o: self.get(path, **params, limit=size, offset=o)["results"], offsets)
+            pages = pool.map(lambda o: self.page(path, **params, limit=size, offset=o)["results"], offsets)
             return results + [r for page in pages for r in page]
 
     def _by_id(self, path: str, params: dict, lo: int) -> list[dict]:
         """The objects with id >= lo: the id range cut into one stream per worker, each paged by cursor."""
-        last = self.get(path, **params, limit=1, ordering="-id")["results"]
+        last = self.page(path, **params, limit=1, ordering="-id")["results"]
         if not last or last[0]["id"] < lo:
             return []
         hi = last[0]["id"] + 1
@@ -100,12 +120,12 @@ class Rest:
 
         def stream(i: int) -> list[dict]:
             out: list[dict] = []
-            page = self.get(path, **params, id__lt=cuts[i + 1], start=cuts[i], limit=PAGE)
+            page = self.page(path, **params, id__lt=cuts[i + 1], start=cuts[i], limit=PAGE)
             while True:
                 out += page["results"]
                 if not page.get("next") or not page["results"]:
                     return out
-                page = self.request("GET", page["next"], f"reading {path}")
+                page = self.listing(path, self.request("GET", page["next"], f"reading {path}"))
 
         with ThreadPoolExecutor(streams) as pool:
             return [r for part in pool.map(stream, range(streams)) for r in part]
@@ -147,6 +167,30 @@ class Rest:
     def delete(self, path: str, what: str, ids: list) -> None:
         for i in range(0, len(ids), CHUNK):
             self.request("DELETE", path, f"deleting {what}", body=[{"id": x} for x in ids[i:i + CHUNK]])
+
+
+def _shape(answer: Any) -> str:
+    """What a listing answer was instead, in a few words."""
+    if not isinstance(answer, dict):
+        return _kind(answer)
+    results = answer.get("results")
+    if "results" not in answer:
+        return f"an object without `results` (keys: {', '.join(sorted(map(str, answer))[:6]) or 'none'})"
+    if not isinstance(results, list):
+        return f"`results` is {_kind(results)}"
+    bad = next((r for r in results if not isinstance(r, dict)), None)
+    if bad is not None:
+        return f"`results` holds {_kind(bad)}"
+    return f"`count` is {_kind(answer.get('count'))}" if "count" in answer else "no `count`"
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    if isinstance(value, dict):
+        return "an object"
+    return {str: "a string", bool: "a boolean", int: "a number", float: "a number", type(None): "null"}.get(
+        type(value), type(value).__name__)
 
 
 def _chunk_positions(n: int, groups: list | None, chunk: int) -> list[list[int]]:

@@ -25,7 +25,11 @@ ANSWERS = {
     "not-json": b"<html>proxy login</html>",
     "results-not-list": b'{"count": 1, "results": {"id": 1}, "next": null}',
     "record-not-object": b'{"count": 1, "results": [7], "next": null}',
+    "list": b"[1, 2, 3]",
+    "empty-object": b"{}",
 }
+NOT_A_LISTING = {"string-count", "results-not-list", "record-not-object", "list", "empty-object", "no-count"}
+"""Well-formed JSON that is not a listing page: the error names the endpoint and what a listing is."""
 
 
 class Fake(BaseHTTPRequestHandler):
@@ -53,10 +57,10 @@ def build(tmp_path_factory) -> Path:
     return out
 
 
-# A listing without a count is how NetBox pages by id: `diff` reads it as an empty server (the site is missing), not as
-# a hostile answer; `push` then gets the same listing back from a bulk create, which is one.
+# A listing without a count is how NetBox pages by id: `diff` reads it as an empty NetBox (the site is missing), not as
+# a hostile answer; `push` then gets the same listing back from a bulk create, which is one. Nautobot always counts.
 CASES = [(c, a, p) for c in ("diff", "push") for a in sorted(ANSWERS) for p in ("netbox", "nautobot")
-         if not (c == "diff" and a in ("no-count", "string-count"))]
+         if not (c == "diff" and a == "no-count" and p == "netbox")]
 
 
 @pytest.mark.parametrize(("command", "answer", "product"), CASES)
@@ -80,3 +84,6 @@ def test_an_unexpected_answer_is_one_error_line(build: Path, tmp_path: Path, pro
     assert "Traceback" not in err and "internal error" not in err, err
     assert len(err.splitlines()) == 1 and err.startswith("error "), err
     assert url in err and "not what the" in err, err
+    if answer in NOT_A_LISTING and not (answer == "no-count" and product == "netbox"):
+        assert f"reading {url}/api/" in err and "expected a listing (an object with `results`" in err, err
+        assert "Error:" not in err, err
