@@ -106,10 +106,14 @@ def jobs(k8s_cluster, kueue):
     made: list[tuple[str, str]] = []
 
     def submit(name: str, tenant: str, pods: int, priority: str, gpus: int = 8, required: str | None = None,
-               preferred: str | None = None, queue: str | None = None) -> dict:
+               preferred: str | None = None, queue: str | None = None,
+               node_selector: dict[str, str] | None = None) -> dict:
         ns = kueue[tenant].namespace
         obj = job(name, ns, pods, f"railforge-{priority}", gpus, queue or kueue[tenant].name, required, preferred,
                   tenant)
+        if node_selector:
+            spec = obj["spec"]["template"]["spec"]
+            spec["nodeSelector"] = {**spec.get("nodeSelector", {}), **node_selector}
         api.create(obj)
         made.append((ns, name))
         return obj
@@ -252,6 +256,35 @@ def test_a_job_that_fits_one_su_lands_in_one_su(k8s_cluster, kueue, jobs):
     labels = node_labels(api)
     sus = Counter(labels[p["spec"]["nodeName"]][SU] for p in pods)
     assert len(sus) == 1, f"24 pods of a one-SU job spread over {dict(sus)}"
+
+
+def test_a_job_lands_in_the_one_su_it_fits_whole_when_free_nodes_are_spread(k8s_cluster, kueue, jobs):
+    """Free capacity spread over both of research's SUs: a 20-pod Job pinned to 16 nodes of the first SU and 4 of
+    the second leaves 16 free nodes there and 28 here. A 24-pod Job that must stay in one SU fits only the second,
+    whole; placed without the Topology (kube-scheduler alone) its 24 pods fall on 44 free nodes across both SUs."""
+    api = k8s_cluster.api
+    ns = kueue["research"].namespace
+    busy = "railforge.io/test-busy"
+    by_su: dict[str, list[str]] = {}
+    for node, lab in sorted(node_labels(api).items()):
+        if lab.get(names.TENANT_LABEL) == "research":
+            by_su.setdefault(lab[SU], []).append(node)
+    first, second = sorted(by_su)
+    pinned = by_su[first][:16] + by_su[second][:4]
+    try:
+        for node in pinned:
+            api.patch("v1", "Node", node, {"metadata": {"labels": {busy: "yes"}}})
+        jobs("spread-busy", "research", 20, "p3", node_selector={busy: "yes"})
+        occupied = wait_placed(k8s_cluster, ns, "spread-busy", 20)
+        assert sorted(p["spec"]["nodeName"] for p in occupied) == sorted(pinned)
+        jobs("fits-second-su", "research", 24, "p3", required=SU)
+        pods = wait_placed(k8s_cluster, ns, "fits-second-su", 24)
+        labels = node_labels(api)
+        sus = Counter(labels[p["spec"]["nodeName"]][SU] for p in pods)
+        assert sus == {second: 24}, f"24 pods that fit only {second} whole landed in {dict(sus)}"
+    finally:
+        for node in pinned:
+            api.patch("v1", "Node", node, {"metadata": {"labels": {busy: None}}})
 
 
 def test_a_wrong_topology_changes_the_placement(k8s_cluster, kueue, jobs, plan_input):
