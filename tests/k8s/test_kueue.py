@@ -287,6 +287,44 @@ def test_a_job_lands_in_the_one_su_it_fits_whole_when_free_nodes_are_spread(k8s_
             api.patch("v1", "Node", node, {"metadata": {"labels": {busy: None}}})
 
 
+def test_a_two_su_job_takes_two_whole_sus_not_scattered(k8s_cluster, kueue, jobs, plan_input):
+    """A queue over all 127 nodes (4 SUs: 32, 32, 32, 31 nodes) and a 64-pod Job that prefers one SU
+    (`podset-preferred-topology: leaf-group`, the only topology annotation Kueue's webhook allows with it): it cannot
+    fit one SU, so Kueue's TAS takes the fewest SUs that hold it, two whole ones. kube-scheduler alone scatters
+    the 64 pods over all four."""
+    api = k8s_cluster.api
+    base = kueue["research"]
+    cluster = plan_input.cluster
+    flavor = kueue_objects.resource_flavor(cluster)
+    flavor["metadata"]["name"] = "rfk8s-all-flavor"
+    flavor["spec"]["tolerations"] = [kueue_objects.tenant_toleration(q.tenant) for q in kueue.values()]
+    if mutation() == "no-topology":
+        flavor["spec"].pop("topologyName")
+    gpus = len(plan_input.nodes) * plan_input.gpus_per_node
+    spec = cluster_queue_spec(base, "rfk8s-all-flavor")
+    spec["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = str(gpus)
+    objects = [
+        flavor,
+        {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": "rfk8s-all"}, "spec": spec},
+        {"apiVersion": KUEUE_API, "kind": "LocalQueue",
+         "metadata": {"name": "rfk8s-all", "namespace": base.namespace}, "spec": {"clusterQueue": "rfk8s-all"}},
+    ]
+    labels = node_labels(api)
+    su_size = Counter(lab[SU] for lab in labels.values() if SU in lab)
+    try:
+        for obj in objects:
+            api.apply(obj)
+        jobs("two-su", "research", 64, "p3", preferred=SU, queue="rfk8s-all")
+        pods = wait_placed(k8s_cluster, base.namespace, "two-su", 64)
+        sus = Counter(labels[p["spec"]["nodeName"]][SU] for p in pods)
+        assert len(sus) == 2, f"64 pods scattered over {len(sus)} SUs: {dict(sus)} (SU sizes {dict(su_size)})"
+        assert all(count == su_size[su] for su, count in sus.items()), f"not whole SUs: {dict(sus)} of {dict(su_size)}"
+    finally:
+        for obj in reversed(objects):
+            meta = obj["metadata"]
+            api.request("DELETE", api.path(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")))
+
+
 def test_a_wrong_topology_changes_the_placement(k8s_cluster, kueue, jobs, plan_input):
     """The same one-SU job under a Topology whose 'SU' level is a label alternating across the real SUs lands in
     both real SUs: Kueue places by the Topology it is given, so the plan's Topology is what makes one SU."""
