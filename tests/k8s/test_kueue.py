@@ -9,6 +9,7 @@ RAILFORGE_K8S_SCHED_MUTATE=<name> turns one behaviour off; the tests of that beh
     no-preemption     ClusterQueues with preemption.withinClusterQueue Never
     no-topology       ResourceFlavors without topologyName and Jobs without topology annotations
     no-tenant-flavor  tenant ClusterQueues use the cluster-wide flavor (not the tenant's own nodes)
+    best-effort-fifo  ClusterQueues queue BestEffortFIFO (Kueue's default) instead of the program's StrictFIFO
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tests.helpers.k8s_nodes import GPU
 from tests.k8s.conftest import K8S_EXAMPLE, require_k8s_toolchain
 
 MUTATE = "RAILFORGE_K8S_SCHED_MUTATE"
-MUTATIONS = ("no-kueue", "no-preemption", "no-topology", "no-tenant-flavor")
+MUTATIONS = ("no-kueue", "no-preemption", "no-topology", "no-tenant-flavor", "best-effort-fifo")
 PAUSE = "registry.invalid/railforge/pause:never-pulled"
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"  # Kueue allows one topology annotation per pod set
@@ -71,6 +72,8 @@ def kueue(k8s_cluster, k8s_nodes, plan_input):
         spec = cluster_queue_spec(queue, flavor)
         if broken == "no-preemption":
             spec["preemption"]["withinClusterQueue"] = "Never"
+        if broken == "best-effort-fifo":
+            spec["queueingStrategy"] = "BestEffortFIFO"
         objects += [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": queue.namespace}},
             {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": queue.name}, "spec": spec},
@@ -390,3 +393,32 @@ def test_a_tenant_gets_its_quota_on_its_own_nodes(k8s_cluster, kueue, jobs):
     jobs("prod-more", "production", 1, "p3", gpus=1)
     settle()
     assert pods_of(api, ns, "prod-more", scheduled_only=False) == [], "quota exceeded"
+
+
+# ---- no starvation ------------------------------------------------------------------------------------------------
+
+def test_a_large_job_behind_small_ones_starts_when_its_nodes_free(k8s_cluster, kueue, jobs):
+    """research full of eight 8-pod Jobs; a 32-pod Job waits, then four more 8-pod Jobs of the same level arrive
+    behind it. Four of the first Jobs end one by one: under StrictFIFO the freed nodes are kept for the large
+    Job at the head of the queue (none of the later small Jobs passes it) and it starts once 32 are free. Under
+    BestEffortFIFO each freed node-set goes to a later small Job and the large one never starts."""
+    api = k8s_cluster.api
+    ns = kueue["research"].namespace
+    for i in range(8):
+        jobs(f"fill-{i}", "research", 8, "p3")
+    for i in range(8):
+        wait_placed(k8s_cluster, ns, f"fill-{i}", 8)
+    jobs("large", "research", 32, "p3")
+    settle(3)
+    for i in range(4):
+        jobs(f"late-{i}", "research", 8, "p3")
+    settle()
+    assert pods_of(api, ns, "large", scheduled_only=False) == []
+    for i in range(4):
+        api.request("DELETE", api.path("batch/v1", "Job", f"fill-{i}", ns), {"propagationPolicy": "Background"})
+        settle()
+        passed = [f"late-{j}" for j in range(4) if pods_of(api, ns, f"late-{j}", scheduled_only=False)]
+        assert passed == [], f"after {i + 1} of the first Jobs ended, {passed} started ahead of the large Job"
+    wait_placed(k8s_cluster, ns, "large", 32, timeout=60)
+    settle(3)
+    assert all(pods_of(api, ns, f"late-{j}", scheduled_only=False) == [] for j in range(4))
