@@ -8,6 +8,15 @@ ClusterQueues have no cohort: on InfiniBand a tenant's nodes are its P_Key parti
 tenant would place its pods on nodes its fabric partition cannot reach. Preemption is by WorkloadPriorityClass
 inside each ClusterQueue. Each ClusterQueue's flavor is its tenant's own ResourceFlavor (kueue_objects.py), which
 selects only the tenant's nodes, so Kueue pins the tenant's admitted pods there; the Volcano Queue caps GPUs only.
+
+ClusterQueues queue `StrictFIFO`, so a large gang cannot starve behind a stream of small jobs. Under Kueue's
+default BestEffortFIFO a Workload that does not fit is set aside and smaller ones behind it are admitted, each time
+nodes free; a 32-node job then waits for as long as 8-node jobs keep coming. Slurm solves this with backfill: it
+reserves the large job's start and lets small jobs in only if their time limit ends before it. Kueue has no such
+reservation (it does not plan with run times), so the honest choice is strict order: within a priority level
+nothing passes the head of the queue, and freed nodes stay free until the head fits. The price is the one
+Slurm's backfill avoids: GPUs idle while the head waits. Priority still orders the queue (a P0 job goes first and
+preempts lower levels), so urgent work is not held behind a large P3 job.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from .versions import KUEUE_API, VOLCANO_QUEUE_API
 from .volcano_config import GPU_RESOURCE
 
 VOLCANO_MAX_WEIGHT = 65535
+QUEUEING_STRATEGY = "StrictFIFO"  # no starvation of large gangs (module docstring)
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Queues the Volcano v1.15.1 scheduler creates itself (pkg/scheduler/cache/cache.go: "root", defaultQueue).
 VOLCANO_OWN_QUEUES = frozenset({"root", "default"})
@@ -110,7 +120,7 @@ def volcano_queue_spec(queue: TenantQueue) -> dict:
 def cluster_queue_spec(queue: TenantQueue, flavor: str) -> dict:
     return {
         "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: queue.namespace}},
-        "queueingStrategy": "BestEffortFIFO",
+        "queueingStrategy": QUEUEING_STRATEGY,
         "resourceGroups": [{
             "coveredResources": [GPU_RESOURCE],
             "flavors": [{"name": flavor, "resources": [{"name": GPU_RESOURCE, "nominalQuota": quantity(queue.gpus)}]}],

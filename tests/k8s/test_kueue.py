@@ -9,6 +9,7 @@ RAILFORGE_K8S_SCHED_MUTATE=<name> turns one behaviour off; the tests of that beh
     no-preemption     ClusterQueues with preemption.withinClusterQueue Never
     no-topology       ResourceFlavors without topologyName and Jobs without topology annotations
     no-tenant-flavor  tenant ClusterQueues use the cluster-wide flavor (not the tenant's own nodes)
+    best-effort-fifo  ClusterQueues queue BestEffortFIFO (Kueue's default) instead of the program's StrictFIFO
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tests.helpers.k8s_nodes import GPU
 from tests.k8s.conftest import K8S_EXAMPLE, require_k8s_toolchain
 
 MUTATE = "RAILFORGE_K8S_SCHED_MUTATE"
-MUTATIONS = ("no-kueue", "no-preemption", "no-topology", "no-tenant-flavor")
+MUTATIONS = ("no-kueue", "no-preemption", "no-topology", "no-tenant-flavor", "best-effort-fifo")
 PAUSE = "registry.invalid/railforge/pause:never-pulled"
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"  # Kueue allows one topology annotation per pod set
@@ -71,6 +72,8 @@ def kueue(k8s_cluster, k8s_nodes, plan_input):
         spec = cluster_queue_spec(queue, flavor)
         if broken == "no-preemption":
             spec["preemption"]["withinClusterQueue"] = "Never"
+        if broken == "best-effort-fifo":
+            spec["queueingStrategy"] = "BestEffortFIFO"
         objects += [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": queue.namespace}},
             {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": queue.name}, "spec": spec},
@@ -106,10 +109,14 @@ def jobs(k8s_cluster, kueue):
     made: list[tuple[str, str]] = []
 
     def submit(name: str, tenant: str, pods: int, priority: str, gpus: int = 8, required: str | None = None,
-               preferred: str | None = None, queue: str | None = None) -> dict:
+               preferred: str | None = None, queue: str | None = None,
+               node_selector: dict[str, str] | None = None) -> dict:
         ns = kueue[tenant].namespace
         obj = job(name, ns, pods, f"railforge-{priority}", gpus, queue or kueue[tenant].name, required, preferred,
                   tenant)
+        if node_selector:
+            spec = obj["spec"]["template"]["spec"]
+            spec["nodeSelector"] = {**spec.get("nodeSelector", {}), **node_selector}
         api.create(obj)
         made.append((ns, name))
         return obj
@@ -254,6 +261,73 @@ def test_a_job_that_fits_one_su_lands_in_one_su(k8s_cluster, kueue, jobs):
     assert len(sus) == 1, f"24 pods of a one-SU job spread over {dict(sus)}"
 
 
+def test_a_job_lands_in_the_one_su_it_fits_whole_when_free_nodes_are_spread(k8s_cluster, kueue, jobs):
+    """Free capacity spread over both of research's SUs: a 20-pod Job pinned to 16 nodes of the first SU and 4 of
+    the second leaves 16 free nodes there and 28 here. A 24-pod Job that must stay in one SU fits only the second,
+    whole; placed without the Topology (kube-scheduler alone) its 24 pods fall on 44 free nodes across both SUs."""
+    api = k8s_cluster.api
+    ns = kueue["research"].namespace
+    busy = "railforge.io/test-busy"
+    by_su: dict[str, list[str]] = {}
+    for node, lab in sorted(node_labels(api).items()):
+        if lab.get(names.TENANT_LABEL) == "research":
+            by_su.setdefault(lab[SU], []).append(node)
+    first, second = sorted(by_su)
+    pinned = by_su[first][:16] + by_su[second][:4]
+    try:
+        for node in pinned:
+            api.patch("v1", "Node", node, {"metadata": {"labels": {busy: "yes"}}})
+        jobs("spread-busy", "research", 20, "p3", node_selector={busy: "yes"})
+        occupied = wait_placed(k8s_cluster, ns, "spread-busy", 20)
+        assert sorted(p["spec"]["nodeName"] for p in occupied) == sorted(pinned)
+        jobs("fits-second-su", "research", 24, "p3", required=SU)
+        pods = wait_placed(k8s_cluster, ns, "fits-second-su", 24)
+        labels = node_labels(api)
+        sus = Counter(labels[p["spec"]["nodeName"]][SU] for p in pods)
+        assert sus == {second: 24}, f"24 pods that fit only {second} whole landed in {dict(sus)}"
+    finally:
+        for node in pinned:
+            api.patch("v1", "Node", node, {"metadata": {"labels": {busy: None}}})
+
+
+def test_a_two_su_job_takes_two_whole_sus_not_scattered(k8s_cluster, kueue, jobs, plan_input):
+    """A queue over all 127 nodes (4 SUs: 32, 32, 32, 31 nodes) and a 64-pod Job that prefers one SU
+    (`podset-preferred-topology: leaf-group`, the only topology annotation Kueue's webhook allows with it): it cannot
+    fit one SU, so Kueue's TAS takes the fewest SUs that hold it, two whole ones. kube-scheduler alone scatters
+    the 64 pods over all four."""
+    api = k8s_cluster.api
+    base = kueue["research"]
+    cluster = plan_input.cluster
+    flavor = kueue_objects.resource_flavor(cluster)
+    flavor["metadata"]["name"] = "rfk8s-all-flavor"
+    flavor["spec"]["tolerations"] = [kueue_objects.tenant_toleration(q.tenant) for q in kueue.values()]
+    if mutation() == "no-topology":
+        flavor["spec"].pop("topologyName")
+    gpus = len(plan_input.nodes) * plan_input.gpus_per_node
+    spec = cluster_queue_spec(base, "rfk8s-all-flavor")
+    spec["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = str(gpus)
+    objects = [
+        flavor,
+        {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": "rfk8s-all"}, "spec": spec},
+        {"apiVersion": KUEUE_API, "kind": "LocalQueue",
+         "metadata": {"name": "rfk8s-all", "namespace": base.namespace}, "spec": {"clusterQueue": "rfk8s-all"}},
+    ]
+    labels = node_labels(api)
+    su_size = Counter(lab[SU] for lab in labels.values() if SU in lab)
+    try:
+        for obj in objects:
+            api.apply(obj)
+        jobs("two-su", "research", 64, "p3", preferred=SU, queue="rfk8s-all")
+        pods = wait_placed(k8s_cluster, base.namespace, "two-su", 64)
+        sus = Counter(labels[p["spec"]["nodeName"]][SU] for p in pods)
+        assert len(sus) == 2, f"64 pods scattered over {len(sus)} SUs: {dict(sus)} (SU sizes {dict(su_size)})"
+        assert all(count == su_size[su] for su, count in sus.items()), f"not whole SUs: {dict(sus)} of {dict(su_size)}"
+    finally:
+        for obj in reversed(objects):
+            meta = obj["metadata"]
+            api.request("DELETE", api.path(obj["apiVersion"], obj["kind"], meta["name"], meta.get("namespace")))
+
+
 def test_a_wrong_topology_changes_the_placement(k8s_cluster, kueue, jobs, plan_input):
     """The same one-SU job under a Topology whose 'SU' level is a label alternating across the real SUs lands in
     both real SUs: Kueue places by the Topology it is given, so the plan's Topology is what makes one SU."""
@@ -319,3 +393,32 @@ def test_a_tenant_gets_its_quota_on_its_own_nodes(k8s_cluster, kueue, jobs):
     jobs("prod-more", "production", 1, "p3", gpus=1)
     settle()
     assert pods_of(api, ns, "prod-more", scheduled_only=False) == [], "quota exceeded"
+
+
+# ---- no starvation ------------------------------------------------------------------------------------------------
+
+def test_a_large_job_behind_small_ones_starts_when_its_nodes_free(k8s_cluster, kueue, jobs):
+    """research full of eight 8-pod Jobs; a 32-pod Job waits, then four more 8-pod Jobs of the same level arrive
+    behind it. Four of the first Jobs end one by one: under StrictFIFO the freed nodes are kept for the large
+    Job at the head of the queue (none of the later small Jobs passes it) and it starts once 32 are free. Under
+    BestEffortFIFO each freed node-set goes to a later small Job and the large one never starts."""
+    api = k8s_cluster.api
+    ns = kueue["research"].namespace
+    for i in range(8):
+        jobs(f"fill-{i}", "research", 8, "p3")
+    for i in range(8):
+        wait_placed(k8s_cluster, ns, f"fill-{i}", 8)
+    jobs("large", "research", 32, "p3")
+    settle(3)
+    for i in range(4):
+        jobs(f"late-{i}", "research", 8, "p3")
+    settle()
+    assert pods_of(api, ns, "large", scheduled_only=False) == []
+    for i in range(4):
+        api.request("DELETE", api.path("batch/v1", "Job", f"fill-{i}", ns), {"propagationPolicy": "Background"})
+        settle()
+        passed = [f"late-{j}" for j in range(4) if pods_of(api, ns, f"late-{j}", scheduled_only=False)]
+        assert passed == [], f"after {i + 1} of the first Jobs ended, {passed} started ahead of the large Job"
+    wait_placed(k8s_cluster, ns, "large", 32, timeout=60)
+    settle(3)
+    assert all(pods_of(api, ns, f"late-{j}", scheduled_only=False) == [] for j in range(4))
