@@ -1,8 +1,9 @@
 """Scale benchmark: full `railforge build` (cold CLI start) for a ladder of cluster sizes.
 
-Reports wall time, CPU time, peak RSS, time per stage, milliseconds per switch, the size of every
-artifact family and the floor (CPU to write the same files again plainly, in the same run; see
-write_floor), prints a table and writes JSON under benchmarks/results/ so runs can be compared.
+Reports wall time, CPU time, peak RSS, milliseconds per switch, what each stage and artifact family costs (wall,
+CPU, the peak RSS of the process that ran it, files and bytes written: the build's `--timings`), and the floor
+(CPU to write the same files again plainly, in the same run; see write_floor), prints a table and writes JSON
+under benchmarks/results/ so runs can be compared.
 
     ./tasks bench                       # the whole ladder: 1K ... 131K GPUs, plus the 16K rail-plane example
     ./tasks bench --sizes 1024,16384    # a subset (GPU counts)
@@ -217,6 +218,7 @@ def run_one(name: str, spec: Path, work: Path, jobs: int | None = None) -> dict:
     memory_cmd = [*cmd[:cmd.index("--out") + 1], str(work / f"{name}.memory"), *cmd[cmd.index("--out") + 2:]]
     _, _, pss = build(name, memory_cmd, pss=True)
     wall, usage, memory = build(name, cmd, pss=False)  # from nothing too, as the first: no plan to compare with
+    stages = json.loads(timings.read_text())["stages"]
     plan = json.loads((out / "plan.json").read_bytes())
     switches = sum(1 for d in plan["devices"] if d["role"] not in ("node", "ufm", "mgmt"))
     result = {
@@ -227,10 +229,12 @@ def run_one(name: str, spec: Path, work: Path, jobs: int | None = None) -> dict:
         "links": len(plan["links"]),
         "wall_s": round(wall, 3),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
-        "peak_rss_mib": round(memory.hwm_kib / 1024, 1),
+        # the largest process: the build resets its peak at each stage to measure the stage's own (see StageClock),
+        # so the sampled VmHWM can miss a peak between samples that the stages' figures hold
+        "peak_rss_mib": max(round(memory.hwm_kib / 1024, 1), *(s.get("peak_rss_mib", 0.0) for s in stages.values())),
         "peak_tree_pss_mib": round(pss.peak_kib / 1024, 1),
         "ms_per_switch": round(1000 * wall / switches, 3),
-        "stages": json.loads(timings.read_text())["stages"],
+        "stages": stages,
         "artifacts": family_sizes(out),
         "floor": write_floor(out, work),
         "python_speed_s": python_speed(),
@@ -260,7 +264,9 @@ def measure(name: str, spec: Path, work: Path, jobs: int | None, wait: bool) -> 
           f"(median of {' / '.join(map(str, f['cpu_runs_s']))});  "
           f"build cpu / floor cpu = {r['cpu_over_floor']:.2f};  python speed probe {r['python_speed_s']:.2f} s")
     for stage, t in r["stages"].items():
-        print(f"{'':>22}{stage:<14} wall {t['wall_s']:>7.2f} s  cpu {t['cpu_s']:>7.2f} s")
+        wrote = f"  {t['files']:>6} files {t['bytes'] / 2**20:>8.1f} MiB" if "files" in t else ""
+        print(f"{'':>22}{stage:<14} wall {t['wall_s']:>7.2f} s  cpu {t['cpu_s']:>7.2f} s  "
+              f"peak rss {t.get('peak_rss_mib', 0.0):>7.1f} MiB{wrote}")
     return r
 
 

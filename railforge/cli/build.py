@@ -167,7 +167,7 @@ def build(
     no_group_or_other_write()
     gc.disable()
     keep_freed_memory()
-    clock = StageClock()
+    clock = StageClock(measure=timings is not None)
     with clock.stage("spec-to-plan"), status(f"planning {spec}"):
         plan = load_plan(spec)
     fams = families()
@@ -205,11 +205,12 @@ def build(
     try:
         if jobs > 1 and len(plan.devices) >= PARALLEL_MIN_DEVICES:
             with clock.stage("render"), progress_for(len(jobs_for(fams, jobs))) as advance:
-                clock.stages.update(render_parallel(plan, fams, output, jobs, on_done=advance))
+                clock.stages.update(render_parallel(plan, fams, output, jobs, on_done=advance,
+                                                             measure=clock.measure))
         else:
             with progress_for(fams) as advance:
                 for fam in fams:
-                    with clock.stage(fam.name):
+                    with clock.stage(fam.name, output):
                         fam.render(plan, output)
                     advance(fam.name)
         with clock.stage("commit"):

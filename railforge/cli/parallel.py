@@ -21,10 +21,10 @@ import os
 import pickle
 import signal
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from railforge.cli.progress import StageClock
 from railforge.formats.output import Output
 from railforge.plan.model import Plan
 from railforge.render import Family
@@ -44,7 +44,7 @@ class Job:
 class JobResult:
     job: Job
     written: list[str]
-    seconds: dict[str, tuple[float, float]]  # family -> (wall, cpu)
+    stages: dict[str, dict[str, float]]  # family -> its StageClock figures in this job
 
 
 class WorkerFailed(RuntimeError):
@@ -64,12 +64,11 @@ def _run(job: Job) -> JobResult:
             return order.get(name, 0) % job.shards == job.shard and base(name)
 
     out = parent.worker(select)
-    seconds = {}
+    clock = StageClock(_handoff["measure"])
     for name in job.families:
-        wall, cpu = time.perf_counter(), time.process_time()
-        _handoff["families"][name].render(plan, out)
-        seconds[name] = (time.perf_counter() - wall, time.process_time() - cpu)
-    return JobResult(job, out.written, seconds)
+        with clock.stage(name, out):
+            _handoff["families"][name].render(plan, out)
+    return JobResult(job, out.written, clock.stages)
 
 
 def _dispenser(n: int) -> int:
@@ -193,12 +192,13 @@ def _report_done(jobs: list[Job], done_read: int, on_done: Callable[[str], None]
 
 
 def render_parallel(plan: Plan, families: list[Family], output: Output, workers: int,
-                    on_done: Callable[[str], None] | None = None) -> dict[str, dict]:
+                    on_done: Callable[[str], None] | None = None, measure: bool = False) -> dict[str, dict]:
     """Run every family in this process and `workers - 1` forked children; returns {family: {"wall_s", "cpu_s"}}
-    summed over its shards. `on_done(families)` is called in this process, from a thread, as each job ends."""
+    over its shards (the longest wall, the summed CPU; with `measure` also the highest peak RSS and the summed
+    files and bytes: see StageClock). `on_done(families)` is called in this process, from a thread, as each job ends."""
     jobs = jobs_for(families, workers)
     _handoff.update(plan=plan, families={f.name: f for f in families}, output=output,
-                    order={d.name: i for i, d in enumerate(plan.devices)})
+                    order={d.name: i for i, d in enumerate(plan.devices)}, measure=measure)
     dispenser = _dispenser(len(jobs))
     done_read, done_write = os.pipe() if on_done is not None else (None, None)
     reporter = None
@@ -242,8 +242,8 @@ def render_parallel(plan: Plan, families: list[Family], output: Output, workers:
     stages: dict[str, dict] = {}
     for r in sorted(results, key=lambda r: jobs.index(r.job)):
         output.written.extend(r.written)
-        for name, (wall, cpu) in r.seconds.items():
-            s = stages.setdefault(name, {"wall_s": 0.0, "cpu_s": 0.0})
-            s["wall_s"] = round(max(s["wall_s"], wall), 4)
-            s["cpu_s"] = round(s["cpu_s"] + cpu, 4)
+        for name, figures in r.stages.items():
+            s = stages.setdefault(name, dict.fromkeys(figures, 0))
+            for key, value in figures.items():
+                s[key] = round(max(s[key], value) if key in ("wall_s", "peak_rss_mib") else s[key] + value, 4)
     return stages

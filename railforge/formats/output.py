@@ -163,6 +163,10 @@ class Output:
         self.written.append(rel)
         return f"{self.stage_str}/{rel}"
 
+    def path_of(self, rel: str) -> str:
+        """Where an already written `rel` lies in the staging folder."""
+        return f"{self.stage_str}/{rel}"
+
     def open(self, rel: str, mode: str = "w") -> IO:
         if "b" in mode:
             return open(self.path(rel), mode)

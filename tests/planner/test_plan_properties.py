@@ -279,11 +279,20 @@ def test_parallel_render_is_byte_identical_to_serial(tmp_path: Path) -> None:
     run_cli("build", spec, "--out", str(tmp_path / "parallel"), "--jobs", "2", "--timings", str(tmp_path / "p.json"))
     import json
 
-    assert "render" in json.loads((tmp_path / "p.json").read_text())["stages"], "the 16K build must run in workers"
-    assert "render" not in json.loads((tmp_path / "s.json").read_text())["stages"]
+    stages = {run: json.loads((tmp_path / f"{run[0]}.json").read_text())["stages"] for run in ("serial", "parallel")}
+    assert "render" in stages["parallel"], "the 16K build must run in workers"
+    assert "render" not in stages["serial"]
     serial, parallel = _tree_digest(tmp_path / "serial"), _tree_digest(tmp_path / "parallel")
     assert len(serial) > 3000
     assert serial == parallel
+    for run, figures in stages.items():  # what each family wrote, as the benchmark prints it, adds up to the tree
+        files = [p for p in (tmp_path / run).rglob("*") if p.is_file()]
+        families = [f for f in figures.values() if "files" in f]
+        assert sum(f["files"] for f in families) == len(files), run
+        assert sum(f["bytes"] for f in families) == sum(p.stat().st_size for p in files), run
+        assert all(f["peak_rss_mib"] > 10 for f in figures.values()), run
+    assert {k: (v["files"], v["bytes"]) for k, v in stages["serial"].items() if "files" in v} == {
+        k: (v["files"], v["bytes"]) for k, v in stages["parallel"].items() if "files" in v}
 
 
 def test_plan_json_chunked_writes_are_one_document(tmp_path: Path, monkeypatch) -> None:

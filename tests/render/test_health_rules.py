@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from railforge.plan.model import Link, Plan
-from railforge.render.health import Expected, alertmanager_text, rules_text
+from railforge.render.health import SESSION, Expected, _labels, alertmanager_text, rules_text
 from tests.conftest import plan_of, require_tool
 
 NAME = "roce-a800-4nic"
@@ -145,7 +147,7 @@ def test_rules_are_valid_and_fixed_in_number(plan: Plan, tmp_path: Path) -> None
     assert proc.returncode == 0 and "SUCCESS: 25 rules found" in proc.stdout, proc.stdout + proc.stderr
     big = plan_of("roce-16k-railplane")
     assert rules_text(big).replace(big.cluster.name, NAME) == rules_text(plan)
-    assert len(Expected(big).bgp_sessions()) > 10 * len(Expected(plan).bgp_sessions())
+    assert sum(1 for _ in Expected(big).bgp_sessions()) > 10 * sum(1 for _ in Expected(plan).bgp_sessions())
 
 
 def test_healthy_fabric_raises_nothing(plan: Plan, tmp_path: Path) -> None:
@@ -301,6 +303,24 @@ def test_alertmanager_routing_is_accepted_by_amtool(plan: Plan, tmp_path: Path) 
     (tmp_path / "am.yml").write_text(alertmanager_text(plan, "http://127.0.0.1:1/x"))
     proc = subprocess.run(["amtool", "check-config", "am.yml"], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0 and "2 inhibit rules" in proc.stdout, proc.stdout + proc.stderr
+
+
+@given(st.lists(st.sampled_from(["", "a", '"', "\\", "\n", "su001-leaf1", "Ethernet1/2", "{}", "{0}"]),
+                min_size=len(SESSION.keys), max_size=len(SESSION.keys)))
+def test_label_set_renders_as_the_plain_form(values: list[str]) -> None:
+    """The one-call form gives the same text as label by label: empty values left out, quote, backslash and
+    newline escaped, braces kept."""
+    assert SESSION(*values) == _labels(zip(SESSION.keys, values, strict=True))
+
+
+def test_streamed_expected_state_is_the_text(plan: Plan) -> None:
+    """`write` (how the build writes expected.prom) gives the bytes of `text()` wherever its batches end."""
+    import io
+
+    for batch in (1, 7, 10**6):
+        buf = io.StringIO()
+        Expected(plan).write(buf, batch=batch)
+        assert buf.getvalue() == Expected(plan).text()
 
 
 def test_same_plan_same_bytes(plan: Plan) -> None:
