@@ -36,7 +36,7 @@ def install_scheduler_crds(cluster) -> None:
         for name in names:
             crd = cluster.api.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", name)
             if not any(c["type"] == "Established" and c["status"] == "True"
-                       for c in crd.get("status", {}).get("conditions", [])):
+                       for c in (crd.get("status") or {}).get("conditions") or []):  # null until set
                 return False
         return True
 
