@@ -41,6 +41,8 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "pulumi")]  # the project, and the Pulumi program (railforge_k8s)
 
@@ -170,6 +172,14 @@ def build_plan(nodes: int, work: Path) -> tuple[Path, float]:
 def whereabouts_allocations(cluster: K8sCluster, bin_dir: Path, plan_path: Path, count: int, work: Path) -> dict:
     """`count` IPAM ADDs through the whereabouts binary, 4 at a time, round-robin over the first leaves' pod ranges
     of rail 0, each with the ipam section the program writes into an attachment (railforge_k8s.routing._ipam)."""
+    for crd in sorted((ROOT / "pulumi" / "crds" / "whereabouts-v0.9.4").glob("*.yaml")):
+        doc = yaml.safe_load(crd.read_text())  # the stack installs them only with attachments that use whereabouts
+        if cluster.api.find("apiextensions.k8s.io/v1", "CustomResourceDefinition", doc["metadata"]["name"]) is None:
+            cluster.api.apply(doc)
+    cluster.wait_for(lambda: cluster.api.find("apiextensions.k8s.io/v1", "CustomResourceDefinition",
+                                              "ippools.whereabouts.cni.cncf.io"), timeout=60, what="IPPool CRD")
+    cluster.wait_for(lambda: cluster.api.request("GET", "/apis/whereabouts.cni.cncf.io/v1alpha1/ippools"),
+                     timeout=60, what="IPPools served")
     plan = load_plan(plan_path)
     nets = [n for n in plan.pod_networks if n.rail == plan.rails[0].index][:-(-count // PER_RANGE)]
     flat = work / "whereabouts.conf"  # whereabouts reads its datastore from a flat file beside the ipam section
@@ -194,7 +204,7 @@ def whereabouts_allocations(cluster: K8sCluster, bin_dir: Path, plan_path: Path,
     with ThreadPoolExecutor(4) as pool:
         each = sorted(pool.map(add, range(count)))
     wall = time.monotonic() - started
-    pools = cluster.api.list("whereabouts.cni.cncf.io/v1alpha1", "IPPool", namespace=None)
+    pools = cluster.api.request("GET", "/apis/whereabouts.cni.cncf.io/v1alpha1/ippools")["items"]  # all namespaces
     allocated = {p["spec"]["range"]: len(p["spec"].get("allocations", {})) for p in pools}
     return {"ranges": [f"{n.range_start}-{n.range_end}" for n in nets], "adds": count, "parallel": 4,
             "failed": len(errors), "first_errors": errors[:3], "wall_s": round(wall, 2),
@@ -203,11 +213,11 @@ def whereabouts_allocations(cluster: K8sCluster, bin_dir: Path, plan_path: Path,
             "ippool_allocations": allocated, "load_start": at, "load_end": load()}
 
 
-def run(result: dict, nodes: int, allocations: int, work: Path, node_labels: bool = True) -> None:
+def run(result: dict, nodes: int, allocations: int, work: Path, node_labels: bool = True, up: bool = True) -> None:
     """Fills `result` as it goes, so a failure still leaves the numbers measured before it."""
     bin_dir = toolchain_bin()
     result |= {"nodes": nodes, "gpus": nodes * 8, "load_at_start": load(),
-                    "skip_checkpoints": os.environ.get("PULUMI_SKIP_CHECKPOINTS") == "true", "node_labels": node_labels}
+              "skip_checkpoints": os.environ.get("PULUMI_SKIP_CHECKPOINTS") == "true", "node_labels": node_labels}
     plan_path, result["build_s"] = build_plan(nodes, work / "plan")
     plan = read_plan(plan_path)
     config = K8sClusterConfig(prefix=PREFIX, start_timeout=600, kwok_skip_stages=("pod-complete",), extra_args={
@@ -229,45 +239,55 @@ def run(result: dict, nodes: int, allocations: int, work: Path, node_labels: boo
         _, result["nodes_ready_after_register_s"], _ = timed(
             lambda: cluster.wait_for(all_ready, timeout=1800, what=f"{nodes} KWOK nodes Ready",
                                      interval=max(5, nodes / 512)))  # a LIST of 16K nodes is ~50 MB of JSON
-        install_scheduler_crds(cluster)
-        stack = RailforgeStack(bin_dir, work / "pulumi", cluster.kubeconfig, name=f"scale{nodes}")
-        stack.configure(plan=plan_path, helmReleases=False, nodeLabels=node_labels)
         fixed = {"kube-apiserver": cluster.procs["kube-apiserver"].pid, "etcd": cluster.procs["etcd"].pid}
-        before = request_codes(cluster)
-        with PeakRss(fixed) as rss:
-            up, result["up_s"], result["up_load"] = timed(stack.up)
-        result["up_ok"] = up.ok
-        result["up_error"] = up.error[-2000:] if not up.ok else ""
-        result["up_changes"] = up.changes
-        result["up_peak_rss_mib"] = rss.peak
-        result["up_requests_by_code"] = delta(before, request_codes(cluster))
-        result["resources_in_state"] = len(stack.resources())
-        labelled = sum(1 for n in cluster.api.list("v1", "Node", label_selector="railforge.io/su"))
-        result["nodes_labelled_by_pulumi"] = labelled
-        if up.ok:
-            preview, result["noop_preview_s"], result["noop_preview_load"] = timed(stack.preview)
-            result["noop_preview_changes"] = preview.changes
-            result["noop_preview_not_same"] = {k: v for k, v in preview.steps.items() if v != "same"}
-            before = request_codes(cluster)
-            with PeakRss(fixed) as rss:
-                again, result["noop_up_s"], result["noop_up_load"] = timed(stack.up)
-            result["noop_up_changes"] = again.changes
-            result["noop_up_peak_rss_mib"] = rss.peak
-            result["noop_up_requests_by_code"] = delta(before, request_codes(cluster))
+        if up:
+            measure_up(result, cluster, bin_dir, plan_path, work, nodes, node_labels, fixed)
         if allocations:
             result["whereabouts"] = whereabouts_allocations(cluster, bin_dir, plan_path, allocations, work)
-        result["apiserver_rss_mib"] = round(status_kib(fixed["kube-apiserver"], "VmRSS") / 1024, 1)
-        result["apiserver_peak_rss_mib"] = round(status_kib(fixed["kube-apiserver"], "VmHWM") / 1024, 1)
-        result["etcd_rss_mib"] = round(status_kib(fixed["etcd"], "VmRSS") / 1024, 1)
-        result["etcd_peak_rss_mib"] = round(status_kib(fixed["etcd"], "VmHWM") / 1024, 1)
-        result["etcd_db_mib"] = round((work / "cluster" / "etcd-data" / "member" / "snap" / "db").stat().st_size
-                                      / 2**20, 1)
-        result["stored_objects"] = stored_objects(cluster)
+        held(result, cluster, fixed, work)
     finally:
         cluster.stop()
     result["load_at_end"] = load()
     result["host"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
                       "mem_total_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}
+
+
+def measure_up(result: dict, cluster: K8sCluster, bin_dir: Path, plan_path: Path, work: Path, nodes: int,
+               node_labels: bool, fixed: dict[str, int]) -> None:
+    install_scheduler_crds(cluster)
+    stack = RailforgeStack(bin_dir, work / "pulumi", cluster.kubeconfig, name=f"scale{nodes}")
+    stack.configure(plan=plan_path, helmReleases=False, nodeLabels=node_labels)
+    before = request_codes(cluster)
+    with PeakRss(fixed) as rss:
+        up, result["up_s"], result["up_load"] = timed(stack.up)
+    result["up_ok"] = up.ok
+    result["up_error"] = up.error[-2000:] if not up.ok else ""
+    result["up_changes"] = up.changes
+    result["up_peak_rss_mib"] = rss.peak
+    result["up_requests_by_code"] = delta(before, request_codes(cluster))
+    result["resources_in_state"] = len(stack.resources())
+    labelled = sum(1 for n in cluster.api.list("v1", "Node", label_selector="railforge.io/su"))
+    result["nodes_labelled_by_pulumi"] = labelled
+    if up.ok:
+        preview, result["noop_preview_s"], result["noop_preview_load"] = timed(stack.preview)
+        result["noop_preview_changes"] = preview.changes
+        result["noop_preview_not_same"] = {k: v for k, v in preview.steps.items() if v != "same"}
+        before = request_codes(cluster)
+        with PeakRss(fixed) as rss:
+            again, result["noop_up_s"], result["noop_up_load"] = timed(stack.up)
+        result["noop_up_changes"] = again.changes
+        result["noop_up_peak_rss_mib"] = rss.peak
+        result["noop_up_requests_by_code"] = delta(before, request_codes(cluster))
+
+
+def held(result: dict, cluster: K8sCluster, fixed: dict[str, int], work: Path) -> None:
+    """What the API server and etcd hold at the end, and their memory."""
+    result["apiserver_rss_mib"] = round(status_kib(fixed["kube-apiserver"], "VmRSS") / 1024, 1)
+    result["apiserver_peak_rss_mib"] = round(status_kib(fixed["kube-apiserver"], "VmHWM") / 1024, 1)
+    result["etcd_rss_mib"] = round(status_kib(fixed["etcd"], "VmRSS") / 1024, 1)
+    result["etcd_peak_rss_mib"] = round(status_kib(fixed["etcd"], "VmHWM") / 1024, 1)
+    result["etcd_db_mib"] = round((work / "cluster" / "etcd-data" / "member" / "snap" / "db").stat().st_size / 2**20, 1)
+    result["stored_objects"] = stored_objects(cluster)
 
 
 def write(results: Path, nodes: int, result: dict) -> None:
@@ -282,6 +302,7 @@ def main() -> None:
     parser.add_argument("--allocations", type=int, default=0, help="whereabouts IPAM ADDs per size (0: none)")
     parser.add_argument("--no-node-labels", action="store_true",
                         help="nodeLabels: false (no NodePatch per node): the cluster-wide objects only")
+    parser.add_argument("--no-up", action="store_true", help="no pulumi up (e.g. only --allocations)")
     parser.add_argument("--skip-checkpoints", action="store_true",
                         help="PULUMI_SKIP_CHECKPOINTS=true: the state is written once at the end, not after each step")
     args = parser.parse_args()
@@ -302,7 +323,8 @@ def main() -> None:
         result: dict = {}
         try:
             with tempfile.TemporaryDirectory(prefix=f"{PREFIX}-{nodes}-") as tmp:
-                run(result, nodes, args.allocations, Path(tmp), node_labels=not args.no_node_labels)
+                run(result, nodes, args.allocations, Path(tmp), node_labels=not args.no_node_labels,
+                    up=not args.no_up)
         except (Exception, KeyboardInterrupt, SystemExit) as exc:  # the numbers so far are kept, with the cause
             result["failed"] = f"{type(exc).__name__}: {exc}"[:2000]
             result["failed_at"] = traceback.format_exc()[-3000:]
