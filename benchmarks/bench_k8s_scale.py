@@ -12,8 +12,9 @@ railforge.io labels, and measures:
     code during the `up` (from its /metrics: 429s, 409s, 5xx) and its objects held;
   - a no-op preview (must show only `same`) and a no-op `up`;
   - optionally (`--allocations N`): N whereabouts IPAM ADDs (the built whereabouts binary, invoked as the IPAM
-    plugin with one rail's NetworkAttachmentDefinition ipam section, 4 at a time) against the same API server,
-    then the IPPool's allocation count; no main plugin and no network namespace (tests/k8s covers CNI ADD/DEL).
+    plugin with the ipam section the program writes into an attachment, for the first leaves' rail-0 pod ranges,
+    4 at a time) against the same API server, then the IPPools' allocation counts; no main plugin and no network
+    namespace (CNI ADD/DEL in namespaces is issue 36 item 3). `--no-up` measures the allocations alone.
 The machine's load (/proc/loadavg) is recorded next to every number. A result JSON per size is written under
 benchmarks/results/ as soon as that size finishes. Not a test and not in CI; run it niced, alone:
 
