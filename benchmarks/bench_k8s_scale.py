@@ -8,7 +8,8 @@ railforge.io labels, and measures:
   - node registration and KWOK readiness;
   - `pulumi up` of the program (real CLI + provider, Automation API inline program, as tests/k8s/pulumi_stack.py;
     `helmReleases: false`): wall time, peak RSS (VmHWM) of the Pulumi CLI and of the Kubernetes provider, the
-    benchmark's own Python process (the inline program), kube-apiserver and etcd; the API server's requests by HTTP
+    Python process that runs the inline program (one per up, started by pulumi_stack.py), the benchmark's own
+    process (the harness), kube-apiserver and etcd; the API server's requests by HTTP
     code during the `up` (from its /metrics: 429s, 409s, 5xx) and its objects held;
   - a no-op preview (must show only `same`) and a no-op `up`;
   - optionally (`--allocations N`): N whereabouts IPAM ADDs (the built whereabouts binary, invoked as the IPAM
@@ -112,7 +113,9 @@ class PeakRss:
                 continue
             if comm in WATCHED or comm.startswith("pulumi-resource"):
                 seen[f"{comm}:{pid}"] = pid
-        seen["benchmark-python (inline program)"] = os.getpid()
+            elif comm.startswith("python"):  # tests/k8s/pulumi_stack.py runs each up/preview in its own process
+                seen[f"python (inline program):{pid}"] = pid
+        seen["benchmark-python (harness)"] = os.getpid()
         for name, pid in seen.items():
             hwm = status_kib(pid, "VmHWM") / 1024
             key = name.split(":")[0]
