@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+from datetime import datetime
 
 import pytest
 
@@ -150,10 +151,19 @@ while :; do sleep 0.2; done
 """
 
 
+def first_sigterm(log) -> float | None:
+    """When a graceful job step logged its first SIGTERM."""
+    words = log.read_text().split() if log.exists() else []
+    return float(words[1]) if len(words) >= 2 else None
+
+
 def test_priority_p0_preempts_a_cluster_full_of_p5_and_the_victims_get_their_grace_time_and_are_requeued(
         slurm, slurm_plan):
     """The victims' job steps get SIGTERM at once, keep running for the QOS GraceTime, and are requeued after it
-    (SIGTERM again, as any job end); the P0 job starts then, not before."""
+    (accounting's end of the preempted run is a grace time after the step's SIGTERM); the P0 job starts then.
+    The end is read from sacct, not from a second SIGTERM in the step's log: that line was missing in two CI runs in
+    a row (never alone here), and accounting's End does not depend on the step's shell running its trap before the
+    requeue kills it."""
     grace = slurm_plan.slurm.preempt_grace_time
     script = slurm.dir / "jobs" / "graceful.sh"
     script.write_text(GRACEFUL)
@@ -174,10 +184,11 @@ def test_priority_p0_preempts_a_cluster_full_of_p5_and_the_victims_get_their_gra
             ("PREEMPTED", "REQUEUED"))], 30, what=f"sacct record of preempted job {v}")
         assert records
         log = slurm.dir / "jobs" / f"grace-{v}.log"
-        terms = slurm.wait_for(lambda log=log: log.exists() and len(log.read_text().split()) == 4 and [
-            float(x) for x in log.read_text().split()[1::2]], 60, what=f"two SIGTERMs logged by job {v}")
-        assert terms[1] - terms[0] >= grace - 0.5, f"job {v} requeued {terms[1] - terms[0]:.1f} s after its " \
-                                                   f"SIGTERM; grace time {grace} s"
+        term = slurm.wait_for(lambda log=log: first_sigterm(log), 10, what=f"the SIGTERM logged by job {v}")
+        ended = datetime.fromisoformat(records[0]["End"]).timestamp()
+        assert grace - 1 <= ended - term < grace + REQUEUE_PASS_S + 5, \
+            f"job {v} ended {ended - term:.1f} s after its SIGTERM; grace time {grace} s " \
+            f"(sacct End {records[0]['End']}, 1 s resolution)"
     assert not [v for v in victims if v not in requeued and (slurm.dir / "jobs" / f"grace-{v}.log").exists()], \
         "a job that was not preempted got SIGTERM"
 
