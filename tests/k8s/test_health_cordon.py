@@ -33,6 +33,11 @@ def our_taints(node: dict) -> list[dict]:
     return [t for t in node["spec"].get("taints") or [] if t["key"] == TAINT_KEY]
 
 
+def ours(node: dict) -> dict[str, str]:
+    """The node's annotations railforge writes."""
+    return {k: v for k, v in (node["metadata"].get("annotations") or {}).items() if k.startswith("railforge.io/")}
+
+
 def test_drain_cordons_and_taints_naming_the_cable_and_resume_undoes_both(k8s_cluster, k8s_nodes, k8s_plan, tmp_path):
     api = k8s_cluster.api
     idx = HealthIndex.of(k8s_plan)
@@ -69,7 +74,9 @@ def test_drain_cordons_and_taints_naming_the_cable_and_resume_undoes_both(k8s_cl
         again = engine.receive(parse_webhook(body(firing)))  # a repeated webhook changes nothing
         assert again["drained"] == [name]
         same = api.get("v1", "Node", name)
-        assert (same["spec"], same["metadata"]["annotations"]) == (node["spec"], node["metadata"]["annotations"])
+        # ours only: the controller manager's TTL controller rewrites node.alpha.kubernetes.io/ttl as the
+        # cluster's node count changes (0 -> 15 seen in CI while other tests added nodes)
+        assert (same["spec"], ours(same)) == (node["spec"], ours(node))
         assert [a["action"] for a in actions(tmp_path)].count("drain") == 1
 
         engine.receive(parse_webhook(body(alert("RailforgeNodeRailDown", status="resolved", cable=cable,
