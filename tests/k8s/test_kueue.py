@@ -26,7 +26,7 @@ from railforge_k8s.priority import priority_levels
 from railforge_k8s.queues import cluster_queue_spec, tenant_queues
 from railforge_k8s.versions import KUEUE_API
 
-from tests.helpers.k8s_cluster import KubeApiError
+from tests.helpers.k8s_cluster import K8sHarnessError, KubeApiError
 from tests.helpers.k8s_kueue import PRIORITY_LABEL, QUEUE_LABEL, start_kueue
 from tests.helpers.k8s_nodes import GPU
 from tests.k8s.conftest import K8S_EXAMPLE, require_k8s_toolchain
@@ -500,17 +500,28 @@ def test_a_job_larger_than_its_tenants_quota_is_refused_and_the_queue_keeps_movi
     research = kueue["research"]
     ns = research.namespace
     over = research.gpus // 8 + 1
-    with pytest.raises(KubeApiError) as refused:
+    refused: KubeApiError | None = None
+    try:
         jobs("too-big", "research", over, "p3")
-    message = refused.value.message
+    except KubeApiError as exc:
+        refused = exc
+    started = time.monotonic()
+    jobs("after-big", "research", 8, "p3")
+    try:
+        wait_placed(k8s_cluster, ns, "after-big", 8, timeout=20)
+        waited = None
+    except K8sHarnessError:
+        waited = condition(workload_of(api, ns, "after-big"), "QuotaReserved")
+    seconds = time.monotonic() - started
+    assert refused is not None and waited is None, (
+        f"the {over}-pod Job was {'refused' if refused else 'accepted'}; the 8-pod Job after it "
+        + (f"was not bound in 20 s (QuotaReserved: {waited})" if waited is not None else "was bound"))
+    print(f"8-pod Job bound {seconds:.1f} s after the over-quota Job was refused")
+    message = refused.message
     for part in ("Job too-big", f"asks for {over * 8} nvidia.com/gpu", f"more than the {research.gpus} GPUs",
                  f"LocalQueue {ns}/{research.name}"):
         assert part in message, f"{part!r} not in the refusal: {message}"
-    assert refused.value.status == 403 and refused.value.reason == "Forbidden", refused.value
-    started = time.monotonic()
-    jobs("after-big", "research", 8, "p3")
-    wait_placed(k8s_cluster, ns, "after-big", 8, timeout=20)
-    print(f"8-pod Job bound {time.monotonic() - started:.1f} s after the over-quota Job was refused")
+    assert refused.status == 403 and refused.reason == "Forbidden", refused
     api.request("DELETE", api.path("batch/v1", "Job", "after-big", ns), {"propagationPolicy": "Background"})
     k8s_cluster.wait_for(lambda: workload_of(api, ns, "after-big") is None, timeout=60,
                          what="after-big's workload gone")
