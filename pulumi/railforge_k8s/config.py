@@ -31,6 +31,7 @@ KNOWN_KEYS = (
     "volcanoNamespace",
     "tenantQueues",
     "tenantNamespaces",
+    "kueueQuotaPolicy",
 )
 
 
@@ -58,6 +59,7 @@ class StackConfig:
     volcano_namespace: str = "volcano-system"
     tenant_queues: bool = True
     tenant_namespaces: dict[str, str] = field(default_factory=dict)
+    kueue_quota_policy: bool = True  # refuse Jobs larger than their tenant's quota at submission (quota_policy.py)
     image_pull_secrets: tuple[str, ...] = ()
     versions: Versions = field(default_factory=Versions)
 
@@ -115,6 +117,7 @@ def config_from_mapping(values: dict) -> StackConfig:
         "priority_classes": ("priorityClasses", True),
         "volcano_scheduler_config": ("volcanoSchedulerConfig", True),
         "tenant_queues": ("tenantQueues", True),
+        "kueue_quota_policy": ("kueueQuotaPolicy", True),
     }
     tenant_namespaces = values.get("tenantNamespaces", {})
     if not isinstance(tenant_namespaces, dict) or not all(

@@ -16,6 +16,7 @@ from .node_labels import NodeLabels, NodeLabelsArgs
 from .plan_input import PlanInput
 from .priority import PriorityClasses, WorkloadPriorityClasses, priority_levels
 from .queues import TenantQueues, TenantQueuesArgs, tenant_queues
+from .quota_policy import QuotaPolicies, QuotaPoliciesArgs
 from .routing import default_mode, plan_attachments
 from .scheduling import SchedulingArgs, TopologyScheduling
 from .volcano_config import VolcanoSchedulerConfig, VolcanoSchedulerConfigArgs
@@ -36,6 +37,7 @@ class Deployment:
     workload_priority_classes: WorkloadPriorityClasses | None = None
     volcano_scheduler_config: VolcanoSchedulerConfig | None = None
     tenant_queues: TenantQueues | None = None
+    quota_policies: QuotaPolicies | None = None
     rdma_resources: list[str] = field(default_factory=list)
     skipped_releases: list[str] = field(default_factory=list)
 
@@ -113,6 +115,11 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
                 depends_on=tuple(flavors.values()),
             ),
         )
+        if config.kueue and config.kueue_quota_policy:
+            result.quota_policies = QuotaPolicies(
+                "kueue-quota-policy",
+                QuotaPoliciesArgs(tuple(queues), depends_on=tuple(result.tenant_queues.namespaces)),
+            )
     if not config.helm_releases:
         result.skipped_releases = ["network-operator"] + (["gpu-operator"] if config.gpu_operator else [])
         pulumi.log.warn(

@@ -10,6 +10,7 @@ RAILFORGE_K8S_SCHED_MUTATE=<name> turns one behaviour off; the tests of that beh
     no-topology       ResourceFlavors without topologyName and Jobs without topology annotations
     no-tenant-flavor  tenant ClusterQueues use the cluster-wide flavor (not the tenant's own nodes)
     best-effort-fifo  ClusterQueues queue BestEffortFIFO (Kueue's default) instead of the program's StrictFIFO
+    no-quota-policy   the tenants' ValidatingAdmissionPolicies (quota_policy.py) are not applied
 """
 
 from __future__ import annotations
@@ -19,19 +20,19 @@ import time
 from collections import Counter
 
 import pytest
-from railforge_k8s import kueue_objects, names
+from railforge_k8s import kueue_objects, names, quota_policy
 from railforge_k8s.plan_input import load_plan
 from railforge_k8s.priority import priority_levels
 from railforge_k8s.queues import cluster_queue_spec, tenant_queues
 from railforge_k8s.versions import KUEUE_API
 
-from tests.helpers.k8s_cluster import KubeApiError
+from tests.helpers.k8s_cluster import K8sHarnessError, KubeApiError
 from tests.helpers.k8s_kueue import PRIORITY_LABEL, QUEUE_LABEL, start_kueue
 from tests.helpers.k8s_nodes import GPU
 from tests.k8s.conftest import K8S_EXAMPLE, require_k8s_toolchain
 
 MUTATE = "RAILFORGE_K8S_SCHED_MUTATE"
-MUTATIONS = ("no-kueue", "no-preemption", "no-topology", "no-tenant-flavor", "best-effort-fifo")
+MUTATIONS = ("no-kueue", "no-preemption", "no-topology", "no-tenant-flavor", "best-effort-fifo", "no-quota-policy")
 PAUSE = "registry.invalid/railforge/pause:never-pulled"
 REQUIRED = "kueue.x-k8s.io/podset-required-topology"
 PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"  # Kueue allows one topology annotation per pod set
@@ -80,6 +81,8 @@ def kueue(k8s_cluster, k8s_nodes, plan_input):
             {"apiVersion": KUEUE_API, "kind": "LocalQueue",
              "metadata": {"name": queue.name, "namespace": queue.namespace}, "spec": {"clusterQueue": queue.name}},
         ]
+        if broken != "no-quota-policy":
+            objects += [quota_policy.validating_policy(queue), quota_policy.policy_binding(queue)]
     for obj in objects:
         api.apply(obj)
 
@@ -92,6 +95,8 @@ def kueue(k8s_cluster, k8s_nodes, plan_input):
         return True
 
     k8s_cluster.wait_for(active, timeout=60, what="tenant ClusterQueues Active")
+    if broken != "no-quota-policy":
+        wait_policies_in_force(k8s_cluster, queues)
     yield {q.tenant: q for q in queues}
     # the session's control plane is shared: the Pulumi test creates the same objects under its own field manager
     ours = [o for o in reversed(objects) if o["kind"] != "Namespace"]
@@ -102,6 +107,40 @@ def kueue(k8s_cluster, k8s_nodes, plan_input):
                          timeout=90, what="the Kueue test's objects deleted (Kueue drops its finalizers)")
 
 
+def wait_policies_in_force(cluster, queues) -> None:
+    """Each tenant's policy type-checked against batch/v1 Job without a warning, and enforced: a dry-run of a Job
+    one pod over the quota is refused (the API server loads policies and bindings asynchronously)."""
+    api = cluster.api
+    for queue in queues:
+        name = quota_policy.policy_name(queue)
+
+        def checked(name=name) -> dict | None:
+            got = api.get(quota_policy.ADMISSION_API, "ValidatingAdmissionPolicy", name)
+            status = got.get("status", {})
+            return status if status.get("observedGeneration") == got["metadata"]["generation"] else None
+
+        status = cluster.wait_for(checked, timeout=30, what=f"{name} type-checked")
+        assert not status.get("typeChecking", {}).get("expressionWarnings"), status
+        over = job("probe", queue.namespace, queue.gpus // 8 + 1, "railforge-p3", 8, queue.name, None, None,
+                   queue.tenant)
+        over["metadata"]["labels"][QUEUE_LABEL] = queue.name  # also under no-kueue, whose Jobs carry no label
+        cluster.wait_for(lambda over=over: refusal(api, over) is not None, timeout=30, what=f"{name} in force")
+
+
+def dry_run(api, obj: dict) -> dict:
+    return api.request("POST", api.path("batch/v1", "Job", None, obj["metadata"]["namespace"]), obj,
+                       params={"dryRun": "All"})
+
+
+def refusal(api, obj: dict) -> KubeApiError | None:
+    """The API server's refusal of creating `obj` (dry run: nothing is stored), or None when it would be created."""
+    try:
+        dry_run(api, obj)
+    except KubeApiError as exc:
+        return exc
+    return None
+
+
 @pytest.fixture
 def jobs(k8s_cluster, kueue):
     """Submit Jobs; every Job this test made is deleted (and its pods gone) when it ends."""
@@ -110,10 +149,12 @@ def jobs(k8s_cluster, kueue):
 
     def submit(name: str, tenant: str, pods: int, priority: str, gpus: int = 8, required: str | None = None,
                preferred: str | None = None, queue: str | None = None,
-               node_selector: dict[str, str] | None = None) -> dict:
+               node_selector: dict[str, str] | None = None, completions: int | None = None) -> dict:
         ns = kueue[tenant].namespace
         obj = job(name, ns, pods, f"railforge-{priority}", gpus, queue or kueue[tenant].name, required, preferred,
                   tenant)
+        if completions is not None:
+            obj["spec"]["completions"] = completions
         if node_selector:
             spec = obj["spec"]["template"]["spec"]
             spec["nodeSelector"] = {**spec.get("nodeSelector", {}), **node_selector}
@@ -422,3 +463,110 @@ def test_a_large_job_behind_small_ones_starts_when_its_nodes_free(k8s_cluster, k
     wait_placed(k8s_cluster, ns, "large", 32, timeout=60)
     settle(3)
     assert all(pods_of(api, ns, f"late-{j}", scheduled_only=False) == [] for j in range(4))
+
+
+# ---- quota at submission ------------------------------------------------------------------------------------------
+
+def gpu_job(ns: str, queue: str, pods: int, requests: int | None = 8, limits: int | None = 8,
+            init: int | None = None, sidecar: int | None = None, completions: int | None = None,
+            min_parallelism: int | None = None, name: str = "variant") -> dict:
+    """A Job for the admission checks: GPUs in requests and/or limits, in an init container or a sidecar."""
+    def container(cname: str, req: int | None, lim: int | None) -> dict:
+        res = {k: {GPU: str(n)} for k, n in (("requests", req), ("limits", lim)) if n is not None}
+        return {"name": cname, "image": PAUSE, "resources": res}
+
+    spec: dict = {"restartPolicy": "Never", "containers": [container("train", requests, limits)]}
+    inits = []
+    if init is not None:
+        inits.append(container("prepare", init, init))
+    if sidecar is not None:
+        inits.append({**container("side", sidecar, sidecar), "restartPolicy": "Always"})
+    if inits:
+        spec["initContainers"] = inits
+    meta: dict = {"name": name, "namespace": ns, "labels": {QUEUE_LABEL: queue}}
+    if min_parallelism is not None:
+        meta["annotations"] = {"kueue.x-k8s.io/job-min-parallelism": str(min_parallelism)}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+            "spec": {"parallelism": pods, "completions": completions or pods, "suspend": True,
+                     "template": {"spec": spec}}}
+
+
+def test_a_job_larger_than_its_tenants_quota_is_refused_and_the_queue_keeps_moving(k8s_cluster, kueue, jobs):
+    """research's quota is its GPUs in the plan (64 nodes x 8). A Job one 8-GPU pod over it is refused by the API
+    server, its message naming the Job, the GPUs, the quota and the queue; a Job at exactly the quota is admitted;
+    and the StrictFIFO hazard is gone: an 8-pod Job submitted after the refusal is bound at once (unrefused, the
+    large Job would hold the head of research's P3 level and the 8-pod Job would wait behind it for ever)."""
+    api = k8s_cluster.api
+    research = kueue["research"]
+    ns = research.namespace
+    over = research.gpus // 8 + 1
+    refused: KubeApiError | None = None
+    try:
+        jobs("too-big", "research", over, "p3")
+    except KubeApiError as exc:
+        refused = exc
+    started = time.monotonic()
+    jobs("after-big", "research", 8, "p3")
+    try:
+        wait_placed(k8s_cluster, ns, "after-big", 8, timeout=20)
+        waited = None
+    except K8sHarnessError:
+        waited = condition(workload_of(api, ns, "after-big"), "QuotaReserved")
+    seconds = time.monotonic() - started
+    assert refused is not None and waited is None, (
+        f"the {over}-pod Job was {'refused' if refused else 'accepted'}; the 8-pod Job after it "
+        + (f"was not bound in 20 s (QuotaReserved: {waited})" if waited is not None else "was bound"))
+    print(f"8-pod Job bound {seconds:.1f} s after the over-quota Job was refused")
+    message = refused.message
+    for part in ("Job too-big", f"asks for {over * 8} nvidia.com/gpu", f"more than the {research.gpus} GPUs",
+                 f"LocalQueue {ns}/{research.name}"):
+        assert part in message, f"{part!r} not in the refusal: {message}"
+    assert refused.status == 403 and refused.reason == "Forbidden", refused
+    api.request("DELETE", api.path("batch/v1", "Job", "after-big", ns), {"propagationPolicy": "Background"})
+    k8s_cluster.wait_for(lambda: workload_of(api, ns, "after-big") is None, timeout=60,
+                         what="after-big's workload gone")
+    jobs("at-quota", "research", research.gpus // 8, "p3")
+    wait_placed(k8s_cluster, ns, "at-quota", research.gpus // 8)
+
+
+def test_the_quota_policy_counts_gpus_as_kueue_does(k8s_cluster, kueue):
+    """Dry-run creates (nothing stored) of Jobs bound for research's queue: what the policy counts, against the
+    quota from the plan. Jobs not bound for the tenant's LocalQueue are not its business."""
+    api = k8s_cluster.api
+    research = kueue["research"]
+    ns, q, quota = research.namespace, research.name, research.gpus
+    pods = quota // 8
+    refused = {
+        "requests and limits": gpu_job(ns, q, pods + 1),
+        "limits only": gpu_job(ns, q, pods + 1, requests=None),
+        "an init container larger than the pod": gpu_job(ns, q, pods, init=9),
+        "a sidecar's GPUs added": gpu_job(ns, q, pods, sidecar=1),
+        "min-parallelism over the quota": gpu_job(ns, q, pods + 2, min_parallelism=pods + 1),
+    }
+    admitted = {
+        "exactly the quota": gpu_job(ns, q, pods),
+        "completions cap the pods": gpu_job(ns, q, pods + 1, completions=pods),
+        "min-parallelism within the quota (partial admission)": gpu_job(ns, q, pods + 1, min_parallelism=pods),
+        "an init container within the pod's GPUs": gpu_job(ns, q, pods, init=8),
+        "no queue label (Kueue ignores it)": {**gpu_job(ns, q, pods + 1), "metadata": {"name": "variant",
+                                                                                       "namespace": ns}},
+        "another LocalQueue": gpu_job(ns, "not-the-tenants", pods + 1),
+    }
+    wrong = [what for what, obj in refused.items() if refusal(api, obj) is None]
+    wrong += [f"{what}: {exc.message}" for what, obj in admitted.items() if (exc := refusal(api, obj)) is not None]
+    assert wrong == [], wrong
+
+
+def test_an_update_that_grows_a_job_past_the_quota_is_refused(k8s_cluster, kueue, jobs):
+    """A running 8-pod Job with 65 completions (Kueue counts min(parallelism, completions) pods): raising its
+    parallelism to 65 would ask for more than the quota, and is refused by the policy."""
+    api = k8s_cluster.api
+    research = kueue["research"]
+    ns = research.namespace
+    jobs("grows", "research", 8, "p3", completions=research.gpus // 8 + 1)
+    wait_placed(k8s_cluster, ns, "grows", 8)
+    path = api.path("batch/v1", "Job", "grows", ns)
+    with pytest.raises(KubeApiError) as refused:
+        api.request("PATCH", path, {"spec": {"parallelism": research.gpus // 8 + 1}},
+                    content_type="application/merge-patch+json")
+    assert f"more than the {research.gpus} GPUs" in refused.value.message, refused.value

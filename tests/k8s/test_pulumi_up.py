@@ -104,7 +104,8 @@ def test_pulumi_up_of_the_program_is_idempotent_grows_by_creation_and_destroys(
         assert api.find(api_version, kind, name, namespace) is not None, (kind, name)
     kinds = {kind for _, kind, _, _ in objects}
     assert {"CustomResourceDefinition", "NicClusterPolicy", "NetworkAttachmentDefinition", "DaemonSet",
-            "HyperNode", "ClusterQueue", "Topology", "ResourceFlavor", "PriorityClass"} <= kinds, kinds
+            "HyperNode", "ClusterQueue", "Topology", "ResourceFlavor", "PriorityClass", "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionPolicyBinding"} <= kinds, kinds
     plan = json.loads(smaller_plan.read_text())
     planned = {d["name"] for d in plan["devices"] if d["role"] == "node"}
     labelled = {n["metadata"]["name"] for n in api.list("v1", "Node") if pulumi_owned(n)}
@@ -123,11 +124,12 @@ def test_pulumi_up_of_the_program_is_idempotent_grows_by_creation_and_destroys(
     assert grown.ok, grown.error
     # growth creates the new SU's objects and updates in place only what spans the whole cluster: the root HyperNode
     # gains the new leaf group, the production tenant (members in SU 4) gains GPUs, which moves its Volcano queue's
-    # capability, both tenants' Volcano weights (GPU shares in lowest terms) and its Kueue quota; nothing is
-    # replaced or deleted
+    # capability, both tenants' Volcano weights (GPU shares in lowest terms), its Kueue quota and the quota its
+    # admission policy checks Jobs against; nothing is replaced or deleted
     assert set(grown.changes) <= {"same", "create", "update"}, grown.changes
     updated = sorted(name for name, op in grown.steps.items() if op == "update")
-    assert updated == ["tenant-queues-clusterqueue-production", "tenant-queues-volcano-production",
+    assert updated == ["kueue-quota-policy-production", "tenant-queues-clusterqueue-production",
+                       "tenant-queues-volcano-production",
                        "tenant-queues-volcano-research", "topology-hypernode-spine-fabric"], grown.steps
     created = [name for name, op in grown.steps.items() if op == "create"]
     assert {f"node-labels-su004-gpu{i:02d}" for i in range(1, 32)} <= set(created), created

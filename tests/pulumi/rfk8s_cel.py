@@ -57,3 +57,62 @@ def check_cel_rules(schema: dict, obj: dict) -> int:
             raise CelRuleFailed(f"{where}: {rule.get('message', 'CEL rule failed')} (rule {rule['rule']!r})")
         count += 1
     return count
+
+
+# ---- ValidatingAdmissionPolicy expressions --------------------------------------------------------------------------
+# The Kubernetes CEL libraries a policy may call, as far as integer GPU counts need them: quantity() of a plain
+# integer (a GPU count is whole; anything else is refused here rather than guessed) and the lists library's sum() and
+# max(). The API server's own libraries are exercised by tests/k8s/test_kueue.py against kube-apiserver.
+
+def _quantity(value):
+    text = str(value)
+    if not text.isdigit():
+        raise CelRuleFailed(f"quantity({text!r}): only whole numbers are evaluated here")
+    return celpy.celtypes.IntType(int(text))
+
+
+K8S_FUNCTIONS = {
+    "quantity": _quantity,
+    "asInteger": lambda q: celpy.celtypes.IntType(int(q)),
+    "sum": lambda items: celpy.celtypes.IntType(sum(int(x) for x in items)),
+    "max": lambda items: celpy.celtypes.IntType(max(int(x) for x in items)),
+}
+
+
+@cache
+def _policy_program(expression: str):
+    env = celpy.Environment()
+    try:
+        return env.program(env.compile(expression), functions=K8S_FUNCTIONS)
+    except celpy.CELParseError as exc:
+        raise CelRuleFailed(f"policy expression does not compile with cel-python: {expression!r}: {exc}") from exc
+
+
+def evaluate_policy(spec: dict, obj: dict, old: dict | None = None, operation: str = "CREATE") -> str | None:
+    """What the policy says about `obj`: None when it does not match or allows it, else the refusal's message.
+    Variables are evaluated in order; one that fails (an `oldObject` variable on a CREATE) stays an error value,
+    which CEL's && and || absorb when their other side decides, as the API server's lazy variables do."""
+    activation = {
+        "object": celpy.json_to_cel(obj),
+        "oldObject": celpy.json_to_cel(old),
+        "request": celpy.json_to_cel({"operation": operation}),
+    }
+    for cond in spec.get("matchConditions", []):
+        if not bool(_policy_program(cond["expression"]).evaluate(activation)):
+            return None
+    variables: dict = {}
+    for var in spec.get("variables", []):
+        activation["variables"] = celpy.celtypes.MapType(variables)
+        try:
+            value = _policy_program(var["expression"]).evaluate(activation)
+        except celpy.CELEvalError as exc:
+            value = exc
+        variables[celpy.celtypes.StringType(var["name"])] = value
+    activation["variables"] = celpy.celtypes.MapType(variables)
+    for rule in spec["validations"]:
+        result = _policy_program(rule["expression"]).evaluate(activation)
+        if isinstance(result, celpy.CELEvalError):
+            raise CelRuleFailed(f"policy expression fails to evaluate: {rule['expression']!r}: {result}")
+        if not bool(result):
+            return str(_policy_program(rule["messageExpression"]).evaluate(activation))
+    return None

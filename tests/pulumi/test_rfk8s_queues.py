@@ -37,6 +37,8 @@ FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
 PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
 CONFIGMAP = "kubernetes:core/v1:ConfigMap"
 NAMESPACE = "kubernetes:core/v1:Namespace"
+POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 SCHEDULING_GROUPS = ("scheduling.volcano.sh/", "topology.volcano.sh/", "kueue.x-k8s.io/")
 CUSTOM_QOS = ["crit", "high", "norm", "exp", "dev", "scav"]
 
@@ -265,6 +267,120 @@ def test_local_queue_per_tenant_namespace(deployed):
         assert selector == {"matchLabels": {"kubernetes.io/metadata.name": want[tenant]}}
 
 
+# ---- Jobs larger than the tenant's quota refused at submission (quota_policy.py) -----------------------
+
+
+def quota_job(queue: str, pods: int, gpus: int = 8, **extra) -> dict:
+    res = {"nvidia.com/gpu": str(gpus)}
+    spec = {"containers": [{"name": "train", "resources": {"requests": res, "limits": res}}], **extra}
+    return {"metadata": {"name": "train-1", "namespace": "x", "labels": {"kueue.x-k8s.io/queue-name": queue}},
+            "spec": {"parallelism": pods, "completions": pods, "template": {"spec": spec}}}
+
+
+@pytest.mark.parametrize("name", ["dgx-h100-4su", "slurm-lab"])
+def test_quota_policy_per_tenant_refuses_jobs_over_the_plans_quota(deployed, name):
+    """One policy + Deny binding per tenant, matching the tenant's namespace and LocalQueue; evaluated with
+    cel-python on Jobs one pod under, at and over the quota computed here from plan.json."""
+    plan, rec = deployed(name)
+    expected = tenant_gpus(plan)
+    policies = {r.inputs["metadata"]["name"]: r for r in rec.of_type(POLICY)}
+    bindings = {r.inputs["spec"]["policyName"]: r for r in rec.of_type(BINDING)}
+    lqs = {lq.inputs["spec"]["clusterQueue"]: lq.inputs["metadata"] for lq in rec.of_type(LOCAL_QUEUE)}
+    assert set(policies) == set(bindings) == {f"railforge-gpu-quota-{t}" for t in expected}
+    for reg in [*policies.values(), *bindings.values()]:
+        v.validate_registration(reg.type, reg.custom, reg.inputs)
+    for tenant, gpus in expected.items():
+        policy = policies[f"railforge-gpu-quota-{tenant}"]
+        spec = policy.inputs["spec"]
+        binding = bindings[policy.inputs["metadata"]["name"]]
+        assert binding.inputs["spec"]["validationActions"] == ["Deny"] and policy.urn in binding.dependencies
+        local = lqs[tenant]
+        assert spec["matchConstraints"]["namespaceSelector"] == {
+            "matchLabels": {"kubernetes.io/metadata.name": local["namespace"]}}
+        assert spec["failurePolicy"] == "Fail"
+        pods = gpus // 8
+        assert cel.evaluate_policy(spec, quota_job(local["name"], pods)) is None
+        assert cel.evaluate_policy(spec, quota_job(local["name"], pods - 1)) is None
+        message = cel.evaluate_policy(spec, quota_job(local["name"], pods + 1))
+        assert message is not None and message.startswith(f"Job train-1 asks for {(pods + 1) * 8} nvidia.com/gpu")
+        assert f"more than the {gpus} GPUs of the quota of tenant {tenant}" in message
+        assert f"LocalQueue {local['namespace']}/{local['name']}" in message
+        assert cel.evaluate_policy(spec, quota_job("another-queue", pods + 1)) is None
+
+
+def test_quota_policy_follows_tenant_namespaces(deployed):
+    _, rec = deployed("dgx-h100-4su", tenantNamespaces={"research": "team-research"})
+    (policy,) = [r for r in rec.of_type(POLICY) if r.inputs["metadata"]["name"] == "railforge-gpu-quota-research"]
+    selector = policy.inputs["spec"]["matchConstraints"]["namespaceSelector"]
+    assert selector == {"matchLabels": {"kubernetes.io/metadata.name": "team-research"}}
+    namespaces = {r.inputs["metadata"]["name"]: r.urn for r in rec.of_type(NAMESPACE)}
+    assert namespaces["team-research"] in policy.dependencies
+
+
+POLICY_CASES = [
+    # (what, the Job's change from 8-GPU pods in requests and limits, pods, refused at quota/8 pods per GPU count)
+    ("limits only", {"requests": None}, 0, False),
+    ("limits only, one pod over", {"requests": None}, 1, True),
+    ("an init container of 9 GPUs", {"init": 9}, 0, True),
+    ("an init container of 8 GPUs", {"init": 8}, 0, False),
+    ("a sidecar of 1 GPU is added to the pod", {"sidecar": 1}, 0, True),
+    ("completions cap the pods", {"completions": 0}, 1, False),
+    ("min-parallelism within the quota", {"min": 0}, 2, False),
+    ("min-parallelism over the quota", {"min": 1}, 2, True),
+    ("min-parallelism not a number", {"min": "many"}, 1, True),
+    ("no GPUs at all", {"requests": None, "limits": None}, 100, False),
+]
+
+
+@pytest.mark.parametrize(("what", "change", "extra", "refused"), POLICY_CASES, ids=[c[0] for c in POLICY_CASES])
+def test_quota_policy_counts_gpus_as_kueue_does(deployed, what, change, extra, refused):
+    plan, rec = deployed("dgx-h100-4su")
+    quota = tenant_gpus(plan)["research"]
+    spec = next(r for r in rec.of_type(POLICY)
+                if r.inputs["metadata"]["name"] == "railforge-gpu-quota-research").inputs["spec"]
+    pods = quota // 8
+    job = quota_job("research", pods + extra)
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    for key in ("requests", "limits"):
+        if key in change and change[key] is None:
+            del container["resources"][key]
+    inits = []
+    if "init" in change:
+        inits.append({"name": "prepare", "resources": {"limits": {"nvidia.com/gpu": str(change["init"])}}})
+    if "sidecar" in change:
+        inits.append({"name": "side", "restartPolicy": "Always",
+                      "resources": {"limits": {"nvidia.com/gpu": str(change["sidecar"])}}})
+    if inits:
+        job["spec"]["template"]["spec"]["initContainers"] = inits
+    if "completions" in change:
+        job["spec"]["completions"] = pods + change["completions"]
+    if "min" in change:
+        value = change["min"]
+        job["metadata"]["annotations"] = {"kueue.x-k8s.io/job-min-parallelism":
+                                          str(pods + value) if isinstance(value, int) else value}
+    assert (cel.evaluate_policy(spec, job) is not None) is refused, what
+
+
+def test_quota_policy_lets_an_update_that_does_not_grow_the_job_through(deployed):
+    """A Job over the quota that exists already (made before the policy): Kueue's own updates of it (suspend,
+    labels) keep working; growing it, or moving an over-quota Job into the queue, is refused."""
+    plan, rec = deployed("dgx-h100-4su")
+    pods = tenant_gpus(plan)["research"] // 8
+    spec = next(r for r in rec.of_type(POLICY)
+                if r.inputs["metadata"]["name"] == "railforge-gpu-quota-research").inputs["spec"]
+    big = quota_job("research", pods + 1)
+    assert cel.evaluate_policy(spec, big, old=big, operation="UPDATE") is None
+    assert cel.evaluate_policy(spec, quota_job("research", pods + 2), old=big, operation="UPDATE") is not None
+    assert cel.evaluate_policy(spec, big, old=quota_job("research", pods), operation="UPDATE") is not None
+    assert cel.evaluate_policy(spec, big, old=quota_job("elsewhere", pods + 1), operation="UPDATE") is not None
+
+
+@pytest.mark.parametrize("value", ["maybe", 1])
+def test_quota_policy_switch_is_a_bool(value):
+    with pytest.raises(ConfigError, match="kueueQuotaPolicy: expected true or false"):
+        config_from_mapping({"plan": "p", "kueueQuotaPolicy": value})
+
+
 # ---- Volcano scheduler configuration ------------------------------------------------------------------
 
 
@@ -325,10 +441,12 @@ def test_switches(deployed):
     _, no_queues = deployed("dgx-h100-4su", tenantQueues=False)
     _, volcano_only = deployed("dgx-h100-4su", kueue=False)
     types = lambda rec: {r.type for r in rec.custom()}  # noqa: E731
+    _, no_policy = deployed("dgx-h100-4su", kueueQuotaPolicy=False)
     assert types(everything) - types(no_conf) == {CONFIGMAP}
-    assert types(everything) - types(no_queues) == {QUEUE, CLUSTER_QUEUE, LOCAL_QUEUE}
+    assert types(everything) - types(no_queues) == {QUEUE, CLUSTER_QUEUE, LOCAL_QUEUE, POLICY, BINDING}
+    assert types(everything) - types(no_policy) == {POLICY, BINDING}
     assert {QUEUE, CONFIGMAP} <= types(volcano_only)
-    assert not {CLUSTER_QUEUE, LOCAL_QUEUE, WPC} & types(volcano_only)
+    assert not {CLUSTER_QUEUE, LOCAL_QUEUE, WPC, POLICY, BINDING} & types(volcano_only)
 
 
 def test_same_plan_same_objects(plan_files):
