@@ -7,7 +7,7 @@ conformance (never evict critical system pods); tier 2: drf and proportion (tena
 capped by capability), predicates, nodeorder, binpack (fill nodes' GPUs before opening new nodes) and
 network-topology-aware (place a job inside as few HyperNodes as possible: one SU first).
 
-Plugin and action names are the ones Volcano v1.15.1 registers (tests/pulumi/volcano_v1.15.1_scheduler.yaml).
+Plugin and action names are the ones Volcano v1.14.1 registers (tests/pulumi/volcano_v1.14.1_scheduler.yaml).
 Written as data and dumped with PyYAML: the scheduler parses it with a YAML library into Go structs.
 """
 

@@ -1,5 +1,5 @@
 """Volcano scheduler configuration, per-tenant Volcano/Kueue queues and the P0-P5 priority levels the program
-emits: each object against the pinned CRD schema (Volcano v1.15.1, Kueue v0.19.2), a broken copy of each rejected
+emits: each object against the pinned CRD schema (Volcano v1.14.1, Kueue v0.19.2), a broken copy of each rejected
 by the same validation, and their meaning checked against the plan (tenant GPUs, Slurm QOS) computed here."""
 
 from __future__ import annotations
