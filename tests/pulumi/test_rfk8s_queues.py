@@ -282,6 +282,8 @@ def test_volcano_conf_uses_registered_names(deployed):
     assert set(facts["actions"]) >= set(checks.volcano_actions(conf))
     tier1 = [p["name"] for p in conf["tiers"][0]["plugins"]]
     assert {"gang", "priority"} <= set(tier1), "gang and priority decide before fair share and packing"
+    voters = [p["name"] for tier in conf["tiers"] for p in tier["plugins"] if p.get("enableJobEnqueued", True)]
+    assert "proportion" not in voters, "a full tenant's P0 Job would never be enqueued, so never preempt"
 
 
 BROKEN_CONF = [
