@@ -38,7 +38,7 @@ from .volcano_config import GPU_RESOURCE
 VOLCANO_MAX_WEIGHT = 65535
 QUEUEING_STRATEGY = "StrictFIFO"  # no starvation of large gangs (module docstring)
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-# Queues the Volcano v1.15.1 scheduler creates itself (pkg/scheduler/cache/cache.go: "root", defaultQueue).
+# Queues the Volcano v1.14.1 scheduler creates itself (pkg/scheduler/cache/cache.go: "root", defaultQueue).
 VOLCANO_OWN_QUEUES = frozenset({"root", "default"})
 # Namespaces every cluster has; the stack creates each tenant's namespace, so it cannot be one of them.
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})

@@ -1,8 +1,8 @@
 """One pinned, tested set of charts and images; every entry can be pointed at a private mirror.
 
 Network-operator components: tests/reference/network-operator-v26.4.1/{release,Chart}.yaml.
-whereabouts: v0.9.4. GPU operator: chart v26.3.3. Scheduling objects: the API versions Volcano v1.15.1 and
-Kueue v0.19.2 serve (tests/reference/{volcano-v1.15.1,kueue-v0.19.2}); the stack installs neither scheduler, so
+whereabouts: v0.9.4. GPU operator: chart v26.3.3. Scheduling objects: the API versions Volcano v1.14.1 and
+Kueue v0.19.2 serve (tests/reference/{volcano-v1.14.1,kueue-v0.19.2}); the stack installs neither scheduler, so
 these objects carry no images to mirror.
 """
 
@@ -38,7 +38,7 @@ MELLANOX = "nvcr.io/nvidia/mellanox"
 NETWORK_OPERATOR_TAG = "network-operator-v26.4.1"
 NGC_HELM = "https://helm.ngc.nvidia.com/nvidia"
 WHEREABOUTS_VERSION = "v0.9.4"
-VOLCANO_VERSION = "v1.15.1"
+VOLCANO_VERSION = "v1.14.1"
 KUEUE_VERSION = "v0.19.2"
 VOLCANO_QUEUE_API = "scheduling.volcano.sh/v1beta1"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"

@@ -7,7 +7,13 @@ conformance (never evict critical system pods); tier 2: drf and proportion (tena
 capped by capability), predicates, nodeorder, binpack (fill nodes' GPUs before opening new nodes) and
 network-topology-aware (place a job inside as few HyperNodes as possible: one SU first).
 
-Plugin and action names are the ones Volcano v1.15.1 registers (tests/pulumi/volcano_v1.15.1_scheduler.yaml).
+proportion does not vote at enqueue (`enableJobEnqueued: false`): with its vote a Job enters the queue only while
+the tenant's capability has room, so in a tenant full of P5 work a P0 Job stays Pending, and Volcano preempts
+only for Jobs already in the queue: P0 would wait for P5 to end (found on the live v1.14.1 scheduler,
+tests/k8s/test_volcano.py). Without it every Job is enqueued and the capability still caps what is allocated
+(proportion's allocatable check) and what a preemptor may take; gang keeps each placement whole.
+
+Plugin and action names are the ones Volcano v1.14.1 registers (tests/pulumi/volcano_v1.14.1_scheduler.yaml).
 Written as data and dumped with PyYAML: the scheduler parses it with a YAML library into Go structs.
 """
 
@@ -40,7 +46,7 @@ def scheduler_configuration() -> dict:
             {"plugins": [
                 {"name": "drf", "enablePreemptable": False},
                 {"name": "predicates"},
-                {"name": "proportion"},
+                {"name": "proportion", "enableJobEnqueued": False},
                 {"name": "nodeorder"},
                 {"name": "binpack", "arguments": {
                     "binpack.weight": 10,

@@ -18,7 +18,7 @@ from tests.conftest import ROOT, example_spec, run_cli
 from .conftest import K8S_EXAMPLE, require_k8s_toolchain
 from .pulumi_stack import RailforgeStack, error_messages
 
-SCHEDULER_CRDS = ("kueue-v0.19.2", "volcano-v1.15.1")  # the schedulers are the site's; the stack only uses them
+SCHEDULER_CRDS = ("kueue-v0.19.2", "volcano-v1.14.1")  # the schedulers are the site's; the stack only uses them
 
 
 def install_scheduler_crds(cluster) -> None:

@@ -1,5 +1,5 @@
 """Checks of the scheduling objects beyond one object's CRD schema: the Volcano scheduler configuration against the
-names Volcano v1.15.1 registers, and the priority levels across PriorityClasses, WorkloadPriorityClasses and the
+names Volcano v1.14.1 registers, and the priority levels across PriorityClasses, WorkloadPriorityClasses and the
 plan's Slurm QOS. Each raises AssertionError naming the object and the value."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-FACTS = Path(__file__).resolve().parent / "volcano_v1.15.1_scheduler.yaml"
+FACTS = Path(__file__).resolve().parent / "volcano_v1.14.1_scheduler.yaml"
 
 
 @cache
@@ -59,7 +59,7 @@ def validate_volcano_conf(text: str) -> dict:
     facts = volcano_facts()
     unknown = [a for a in volcano_actions(conf) if a not in facts["actions"]]
     if unknown:
-        raise AssertionError(f"volcano-scheduler.conf actions {unknown}: Volcano v1.15.1 registers {facts['actions']}")
+        raise AssertionError(f"volcano-scheduler.conf actions {unknown}: Volcano v1.14.1 registers {facts['actions']}")
     for i, tier in enumerate(conf["tiers"]):
         names = [p["name"] for p in tier["plugins"]]
         if len(set(names)) != len(names):

@@ -1,5 +1,5 @@
 """Volcano scheduler configuration, per-tenant Volcano/Kueue queues and the P0-P5 priority levels the program
-emits: each object against the pinned CRD schema (Volcano v1.15.1, Kueue v0.19.2), a broken copy of each rejected
+emits: each object against the pinned CRD schema (Volcano v1.14.1, Kueue v0.19.2), a broken copy of each rejected
 by the same validation, and their meaning checked against the plan (tenant GPUs, Slurm QOS) computed here."""
 
 from __future__ import annotations
@@ -398,6 +398,8 @@ def test_volcano_conf_uses_registered_names(deployed):
     assert set(facts["actions"]) >= set(checks.volcano_actions(conf))
     tier1 = [p["name"] for p in conf["tiers"][0]["plugins"]]
     assert {"gang", "priority"} <= set(tier1), "gang and priority decide before fair share and packing"
+    voters = [p["name"] for tier in conf["tiers"] for p in tier["plugins"] if p.get("enableJobEnqueued", True)]
+    assert "proportion" not in voters, "a full tenant's P0 Job would never be enqueued, so never preempt"
 
 
 BROKEN_CONF = [
