@@ -16,6 +16,7 @@ RAILFORGE_K8S_VOLCANO_MUTATE=<name> turns one behaviour off; the tests of that b
     no-topology    Jobs without networkTopology (no HyperNode constraint)
     enqueue-gate   proportion votes on enqueue again (the configuration before the P0 test found it blocked P0)
     no-queue-affinity  tenant Queues without their node group affinity (the plugin and node labels stay)
+    no-capability  tenant Queues without capability (weight alone shares the GPUs)
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from tests.helpers.k8s_volcano import start_volcano
 from tests.k8s.conftest import K8S_EXAMPLE, require_k8s_toolchain
 
 MUTATE = "RAILFORGE_K8S_VOLCANO_MUTATE"
-MUTATIONS = ("no-gang", "no-preemption", "no-topology", "enqueue-gate", "no-queue-affinity")
+MUTATIONS = ("no-gang", "no-preemption", "no-topology", "enqueue-gate", "no-queue-affinity", "no-capability")
 JOB_API = "batch.volcano.sh/v1alpha1"
 PODGROUP_API = "scheduling.volcano.sh/v1beta1"
 HYPERNODE_API = "topology.volcano.sh/v1alpha1"
@@ -90,10 +91,13 @@ def volcano(k8s_cluster, k8s_nodes, built):
     objects += [hypernode(s.name, s.tier, s.tier_name, list(s.members))
                 for s in hypernode_specs(plan.cluster, plan.nodes)]
     for queue in queues:
+        spec = volcano_queue_spec(queue, node_group=mutation() != "no-queue-affinity")
+        if mutation() == "no-capability":
+            del spec["capability"]
         objects += [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": queue.namespace}},
             {"apiVersion": VOLCANO_QUEUE_API, "kind": "Queue", "metadata": {"name": queue.name},
-             "spec": volcano_queue_spec(queue, node_group=mutation() != "no-queue-affinity")},
+             "spec": spec},
         ]
     for obj in objects:
         api.apply(obj)
