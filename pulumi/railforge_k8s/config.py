@@ -32,6 +32,7 @@ KNOWN_KEYS = (
     "tenantQueues",
     "tenantNamespaces",
     "kueueQuotaPolicy",
+    "volcanoNodeGroups",
 )
 
 
@@ -60,6 +61,7 @@ class StackConfig:
     tenant_queues: bool = True
     tenant_namespaces: dict[str, str] = field(default_factory=dict)
     kueue_quota_policy: bool = True  # refuse Jobs larger than their tenant's quota at submission (quota_policy.py)
+    volcano_node_groups: bool = True  # pin a tenant's Volcano pods to its nodes (queues.py)
     image_pull_secrets: tuple[str, ...] = ()
     versions: Versions = field(default_factory=Versions)
 
@@ -118,6 +120,7 @@ def config_from_mapping(values: dict) -> StackConfig:
         "volcano_scheduler_config": ("volcanoSchedulerConfig", True),
         "tenant_queues": ("tenantQueues", True),
         "kueue_quota_policy": ("kueueQuotaPolicy", True),
+        "volcano_node_groups": ("volcanoNodeGroups", True),
     }
     tenant_namespaces = values.get("tenantNamespaces", {})
     if not isinstance(tenant_namespaces, dict) or not all(

@@ -14,6 +14,9 @@ RAIL_PLANE_LABEL = f"{LABEL_PREFIX}/rail-plane"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 # a tenant's GPU nodes (plan.json tenants[].members): Kueue's per-tenant ResourceFlavor selects them by this label
 TENANT_LABEL = f"{LABEL_PREFIX}/tenant"
+# a tenant's GPU nodes again, under the key Volcano v1.14.1's nodegroup plugin reads (NodeGroupNameKey in
+# pkg/scheduler/plugins/nodegroup/nodegroup.go); the tenant's Queue requires its group (queues.py)
+VOLCANO_NODE_GROUP_LABEL = "volcano.sh/nodegroup-name"
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _DNS_LABEL_CHARS = re.compile(r"[^a-z0-9-]+")

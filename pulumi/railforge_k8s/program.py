@@ -27,4 +27,4 @@ def main() -> None:
     pulumi.export("nodesLabelled", len(plan.nodes) if deployment.node_labels else 0)
     pulumi.export("tenants", [t.name for t in plan.tenants] if deployment.tenant_queues else [])
     if config.volcano:
-        pulumi.export("volcanoSchedulerConf", scheduler_conf_text())
+        pulumi.export("volcanoSchedulerConf", scheduler_conf_text(config.volcano_node_groups))

@@ -7,7 +7,12 @@ all tenants' counts, so the shares keep their ratio within Volcano's weight rang
 ClusterQueues have no cohort: on InfiniBand a tenant's nodes are its P_Key partition, so lending GPUs to another
 tenant would place its pods on nodes its fabric partition cannot reach. Preemption is by WorkloadPriorityClass
 inside each ClusterQueue. Each ClusterQueue's flavor is its tenant's own ResourceFlavor (kueue_objects.py), which
-selects only the tenant's nodes, so Kueue pins the tenant's admitted pods there; the Volcano Queue caps GPUs only.
+selects only the tenant's nodes, so Kueue pins the tenant's admitted pods there. The Volcano Queue pins the same way
+with node groups (on unless `volcanoNodeGroups: false`): the Queue requires the node group named after its tenant
+(`affinity.nodeGroupAffinity.requiredDuringSchedulingIgnoredDuringExecution`), the stack labels the tenant's nodes
+`volcano.sh/nodegroup-name=<tenant>` (node_labels.py) and the scheduler runs the nodegroup plugin
+(volcano_config.py), so a tenant's pods bind only to its nodes without a nodeSelector of their own. The plugin does
+not touch taints: a tenant's pods still tolerate its `railforge.io/tenant` taint where its nodes carry one.
 
 ClusterQueues queue `StrictFIFO`, so a large gang cannot starve behind a stream of small jobs. Under Kueue's
 default BestEffortFIFO a Workload that does not fit is set aside and smaller ones behind it are admitted, each time
@@ -113,8 +118,12 @@ def quantity(count: int) -> str:
     return str(count)
 
 
-def volcano_queue_spec(queue: TenantQueue) -> dict:
-    return {"weight": queue.weight, "capability": {GPU_RESOURCE: quantity(queue.gpus)}, "reclaimable": True}
+def volcano_queue_spec(queue: TenantQueue, node_group: bool = True) -> dict:
+    spec: dict = {"weight": queue.weight, "capability": {GPU_RESOURCE: quantity(queue.gpus)}, "reclaimable": True}
+    if node_group:
+        spec["affinity"] = {"nodeGroupAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            names.label_value(queue.tenant, f"tenant {queue.tenant!r} as a Volcano node group")]}}
+    return spec
 
 
 def cluster_queue_spec(queue: TenantQueue, flavor: str) -> dict:
@@ -135,6 +144,7 @@ class TenantQueuesArgs:
     volcano: bool
     kueue: bool
     kueue_flavors: dict[str, str] = field(default_factory=dict)  # tenant -> its ResourceFlavor
+    volcano_node_groups: bool = True
     depends_on: tuple[pulumi.Resource, ...] = field(default=())
 
 
@@ -153,7 +163,7 @@ class TenantQueues(pulumi.ComponentResource):
                     api_version=VOLCANO_QUEUE_API,
                     kind="Queue",
                     metadata={"name": queue.name},
-                    spec=volcano_queue_spec(queue),
+                    spec=volcano_queue_spec(queue, args.volcano_node_groups),
                     opts=child,
                 ))
             if args.kueue:

@@ -82,8 +82,10 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
             pulumi.ResourceOptions(depends_on=[policy.policy]),
         )
     tenants = plan.tenants if config.tenant_queues else ()
+    node_groups = config.volcano and config.volcano_node_groups
     if config.node_labels:
-        result.node_labels = NodeLabels("node-labels", NodeLabelsArgs(plan.cluster, plan.nodes, tenant_of(tenants)))
+        result.node_labels = NodeLabels("node-labels", NodeLabelsArgs(plan.cluster, plan.nodes, tenant_of(tenants),
+                                                                      volcano_node_groups=node_groups))
     if config.volcano or config.kueue:
         result.scheduling = TopologyScheduling(
             "topology",
@@ -97,7 +99,7 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
         result.workload_priority_classes = WorkloadPriorityClasses("workload-priority", levels)
     if config.volcano and config.volcano_scheduler_config:
         result.volcano_scheduler_config = VolcanoSchedulerConfig(
-            "volcano-scheduler", VolcanoSchedulerConfigArgs(config.volcano_namespace)
+            "volcano-scheduler", VolcanoSchedulerConfigArgs(config.volcano_namespace, node_groups)
         )
     if config.tenant_queues and (config.volcano or config.kueue) and plan.tenants:
         taken = frozenset({config.network_operator_namespace, config.gpu_operator_namespace,
@@ -113,6 +115,7 @@ def deploy(config: StackConfig, plan: PlanInput) -> Deployment:
                 kueue_flavors={q.tenant: tenant_flavor_name(plan.cluster, q.tenant) for q in queues}
                 if config.kueue else {},
                 depends_on=tuple(flavors.values()),
+                volcano_node_groups=node_groups,
             ),
         )
         if config.kueue and config.kueue_quota_policy:

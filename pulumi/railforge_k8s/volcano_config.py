@@ -5,7 +5,12 @@ higher PriorityClass evicts lower ones; P5 never preempts), backfill (small jobs
 use). Plugins, tier 1 decides first: priority (job order by PriorityClass), gang (all-or-nothing placement),
 conformance (never evict critical system pods); tier 2: drf and proportion (tenant Queues share GPUs by weight,
 capped by capability), predicates, nodeorder, binpack (fill nodes' GPUs before opening new nodes) and
-network-topology-aware (place a job inside as few HyperNodes as possible: one SU first).
+network-topology-aware (place a job inside as few HyperNodes as possible: one SU first), and with node groups on,
+nodegroup (a tenant Queue's pods only on nodes of the group its Queue requires: the tenant's own, queues.py).
+
+nodegroup runs with `strict: false`: a node without a `volcano.sh/nodegroup-name` label (a GPU node of no tenant)
+stays open to Queues that require no group (Volcano's `default` queue), while a labelled node takes only pods of a
+Queue that requires its group. Strict (the plugin's default) would close every unlabelled node to every Volcano Job.
 
 proportion does not vote at enqueue (`enableJobEnqueued: false`): with its vote a Job enters the queue only while
 the tenant's capability has room, so in a tenant full of P5 work a P0 Job stays Pending, and Volcano preempts
@@ -34,8 +39,8 @@ CONFIGMAP_KEY = "volcano-scheduler.conf"
 ACTIONS = ("enqueue", "allocate", "preempt", "backfill")
 
 
-def scheduler_configuration() -> dict:
-    return {
+def scheduler_configuration(node_groups: bool = True) -> dict:
+    conf = {
         "actions": ", ".join(ACTIONS),
         "tiers": [
             {"plugins": [
@@ -61,15 +66,19 @@ def scheduler_configuration() -> dict:
             ]},
         ],
     }
+    if node_groups:
+        conf["tiers"][1]["plugins"].append({"name": "nodegroup", "arguments": {"strict": False}})
+    return conf
 
 
-def scheduler_conf_text() -> str:
-    return yaml.safe_dump(scheduler_configuration(), sort_keys=False, default_flow_style=False)
+def scheduler_conf_text(node_groups: bool = True) -> str:
+    return yaml.safe_dump(scheduler_configuration(node_groups), sort_keys=False, default_flow_style=False)
 
 
 @dataclass(frozen=True, slots=True)
 class VolcanoSchedulerConfigArgs:
     namespace: str
+    node_groups: bool = True
 
 
 class VolcanoSchedulerConfig(pulumi.ComponentResource):
@@ -80,7 +89,7 @@ class VolcanoSchedulerConfig(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: VolcanoSchedulerConfigArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("railforge:k8s:VolcanoSchedulerConfig", name, None, opts)
-        self.text = scheduler_conf_text()
+        self.text = scheduler_conf_text(args.node_groups)
         child = child_options(self, opts)
         self.namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata={"name": args.namespace}, opts=child)
         self.configmap = k8s.core.v1.ConfigMap(

@@ -4,14 +4,19 @@
 SUs 1-2, 64 nodes, 512 GPUs). Jobs are Volcano Jobs (batch.volcano.sh) of 8-GPU pods; vc-controller-manager makes
 their PodGroup and pods, vc-scheduler binds them. Pods never run a container (KWOK).
 
-A Volcano Queue caps a tenant's GPUs but does not pin its pods to its nodes: a tenant's Jobs carry the tenant's
-nodeSelector and toleration themselves (as they would on a real cluster).
+A tenant's Queue caps its GPUs (capability) and, with the program's node groups, pins its pods to its nodes: the
+Queue requires the node group named after the tenant, the tenant's nodes carry `volcano.sh/nodegroup-name=<tenant>`
+(the program's node labels, applied here as its NodePatch would) and the scheduler runs the nodegroup plugin. The
+tests of gang, priority and topology still give their Jobs the tenant's nodeSelector; the tenant tests give only
+the toleration (the plugin does not handle taints).
 
 RAILFORGE_K8S_VOLCANO_MUTATE=<name> turns one behaviour off; the tests of that behaviour then fail:
     no-gang        Jobs ask minAvailable 1 (no gang: what fits is bound)
     no-preemption  the scheduler configuration without the preempt action
     no-topology    Jobs without networkTopology (no HyperNode constraint)
     enqueue-gate   proportion votes on enqueue again (the configuration before the P0 test found it blocked P0)
+    no-queue-affinity  tenant Queues without their node group affinity (the plugin and node labels stay)
+    no-capability  tenant Queues without capability (weight alone shares the GPUs)
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections import Counter
 
 import pytest
 from railforge_k8s import kueue_objects, names
+from railforge_k8s.node_labels import topology_labels
 from railforge_k8s.plan_input import load_plan
 from railforge_k8s.priority import priority_levels
 from railforge_k8s.queues import tenant_queues, volcano_queue_spec
@@ -35,7 +41,7 @@ from tests.helpers.k8s_volcano import start_volcano
 from tests.k8s.conftest import K8S_EXAMPLE, require_k8s_toolchain
 
 MUTATE = "RAILFORGE_K8S_VOLCANO_MUTATE"
-MUTATIONS = ("no-gang", "no-preemption", "no-topology", "enqueue-gate")
+MUTATIONS = ("no-gang", "no-preemption", "no-topology", "enqueue-gate", "no-queue-affinity", "no-capability")
 JOB_API = "batch.volcano.sh/v1alpha1"
 PODGROUP_API = "scheduling.volcano.sh/v1beta1"
 HYPERNODE_API = "topology.volcano.sh/v1alpha1"
@@ -76,16 +82,22 @@ def volcano(k8s_cluster, k8s_nodes, built):
     plan = load_plan(built(K8S_EXAMPLE) / "plan.json")
     start_volcano(k8s_cluster, conf_text())
     queues = tenant_queues(plan.tenants, plan.gpus_per_node)
+    groups = tenant_node_groups(plan)
+    for node, labels in groups.items():
+        api.patch("v1", "Node", node, {"metadata": {"labels": labels}})
     objects = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": lv.name},
                 "value": lv.value, "preemptionPolicy": lv.preemption_policy, "globalDefault": False,
                 "description": lv.description} for lv in priority_levels(plan.qos)]
     objects += [hypernode(s.name, s.tier, s.tier_name, list(s.members))
                 for s in hypernode_specs(plan.cluster, plan.nodes)]
     for queue in queues:
+        spec = volcano_queue_spec(queue, node_group=mutation() != "no-queue-affinity")
+        if mutation() == "no-capability":
+            del spec["capability"]
         objects += [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": queue.namespace}},
             {"apiVersion": VOLCANO_QUEUE_API, "kind": "Queue", "metadata": {"name": queue.name},
-             "spec": volcano_queue_spec(queue)},
+             "spec": spec},
         ]
     for obj in objects:
         api.apply(obj)
@@ -99,6 +111,15 @@ def volcano(k8s_cluster, k8s_nodes, built):
     for obj in reversed(objects):
         if obj["kind"] != "Namespace":
             _delete(api, obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
+    for node in groups:
+        api.patch("v1", "Node", node, {"metadata": {"labels": {names.VOLCANO_NODE_GROUP_LABEL: None}}})
+
+
+def tenant_node_groups(plan) -> dict[str, dict[str, str]]:
+    """node -> the labels the program's NodePatch gives a tenant's node with Volcano node groups on."""
+    of = kueue_objects.tenant_of(plan.tenants)
+    return {node.name: topology_labels(plan.cluster, node, of[node.name], volcano_node_group=True)
+            for node in plan.nodes if node.name in of}
 
 
 def _delete(api, api_version: str, kind: str, name: str, namespace: str | None = None) -> None:
@@ -116,9 +137,11 @@ def jobs(k8s_cluster, volcano):
     made: list[tuple[str, str]] = []
 
     def submit(name: str, tenant: str, pods: int, priority: str, topology: bool = False,
-               node_selector: dict[str, str] | None = None) -> dict:
+               node_selector: dict[str, str] | None = None, tenant_selector: bool = True,
+               min_available: int | None = None) -> dict:
         queue = volcano["queues"][tenant]
-        obj = vcjob(name, queue.namespace, queue.name, tenant, pods, f"railforge-{priority}", topology, node_selector)
+        obj = vcjob(name, queue.namespace, queue.name, tenant, pods, f"railforge-{priority}", topology, node_selector,
+                    tenant_selector, min_available)
         api.create(obj)
         made.append((queue.namespace, name))
         return obj
@@ -132,9 +155,11 @@ def jobs(k8s_cluster, volcano):
 
 
 def vcjob(name: str, ns: str, queue: str, tenant: str, pods: int, priority: str, topology: bool,
-          node_selector: dict[str, str] | None) -> dict:
+          node_selector: dict[str, str] | None, tenant_selector: bool = True, min_available: int | None = None) -> dict:
+    """`tenant_selector=False`: the pods name no node at all (the Queue's node group alone pins them)."""
     broken = mutation()
-    gang = 1 if broken == "no-gang" else pods
+    gang = 1 if broken == "no-gang" else min_available or pods
+    selector = ({names.TENANT_LABEL: tenant} if tenant_selector else {}) | (node_selector or {})
     resources = {GPU: "8", "cpu": "8", "memory": "32Gi", "rdma/rail0": "1"}
     spec: dict = {
         "schedulerName": "volcano", "queue": queue, "minAvailable": gang, "priorityClassName": priority,
@@ -144,7 +169,7 @@ def vcjob(name: str, ns: str, queue: str, tenant: str, pods: int, priority: str,
         "policies": [{"event": "PodEvicted", "action": "RestartJob"}],
         "tasks": [{"name": "worker", "replicas": pods, "minAvailable": gang, "template": {"spec": {
             "restartPolicy": "Never", "automountServiceAccountToken": False, "priorityClassName": priority,
-            "nodeSelector": {names.TENANT_LABEL: tenant, **(node_selector or {})},
+            **({"nodeSelector": selector} if selector else {}),
             "tolerations": [kueue_objects.tenant_toleration(tenant)],
             "containers": [{"name": "train", "image": PAUSE,
                             "resources": {"requests": resources, "limits": resources}}],
@@ -324,3 +349,54 @@ def test_a_wrong_hypernode_set_changes_the_placement(k8s_cluster, volcano, jobs)
             api.apply(h)
         for node in research:
             api.patch("v1", "Node", node, {"metadata": {"labels": {wrong: None}}})
+
+
+# ---- tenants: node groups and capability -------------------------------------------------------------------------
+
+def tenant_members(plan) -> dict[str, set[str]]:
+    return {t.name: set(t.nodes) for t in plan.tenants}
+
+
+def test_a_tenants_jobs_land_only_on_its_own_nodes(k8s_cluster, volcano, jobs):
+    """A 16-pod research Job and an 8-pod production Job with only their tenant's toleration, no nodeSelector: every
+    pod binds to a node of its own tenant (plan.json members), never to one of the cluster's nodes of no tenant
+    (untainted, free) nor the other tenant's."""
+    members = tenant_members(volcano["plan"])
+    for tenant, pods in (("research", 16), ("production", 8)):
+        jobs(f"pinned-{tenant}", tenant, pods, "p3", tenant_selector=False)
+    for tenant, pods in (("research", 16), ("production", 8)):
+        ns = volcano["queues"][tenant].namespace
+        bound = wait_placed(k8s_cluster, ns, f"pinned-{tenant}", pods)
+        outside = sorted(p["spec"]["nodeName"] for p in bound if p["spec"]["nodeName"] not in members[tenant])
+        assert not [p for p in bound if p["spec"].get("nodeSelector") or p["spec"].get("affinity")]
+        assert outside == [], f"{tenant} pods bound outside its {len(members[tenant])} nodes: {outside}"
+
+
+def test_a_job_over_the_capability_gets_the_capability(k8s_cluster, volcano, jobs):
+    """research's Queue caps it at its 512 GPUs. Four nodes of no tenant join research's node group (labelled and
+    tainted as the stack and the harness do a research node) while the Queue is unchanged, so 68 nodes could take
+    research pods: a 72-pod Job of gangs of 8 gets 64 pods (512 GPUs), all on research's nodes, never 68."""
+    api = k8s_cluster.api
+    plan = volcano["plan"]
+    queue = volcano["queues"]["research"]
+    members = tenant_members(plan)
+    spare = sorted(n for n, lab in node_labels(api).items()
+                   if names.TENANT_LABEL not in lab and lab.get(names.CLUSTER_LABEL) == plan.cluster)[:4]
+    assert len(spare) == 4
+    taint = {k: v for k, v in kueue_objects.tenant_toleration("research").items() if k != "operator"}
+    join = {names.TENANT_LABEL: "research", names.VOLCANO_NODE_GROUP_LABEL: "research"}
+    try:
+        for node in spare:
+            api.patch("v1", "Node", node, {"metadata": {"labels": join}, "spec": {"taints": [taint]}})
+        jobs("over-cap", "research", 72, "p3", tenant_selector=False, min_available=8)
+        per_pod = 8
+        cap = queue.gpus // per_pod
+        k8s_cluster.wait_for(lambda: len(pods_of(api, queue.namespace, "over-cap")) >= cap, timeout=90,
+                             what=f"{cap} pods of over-cap bound")
+        settle()
+        bound = pods_of(api, queue.namespace, "over-cap")
+        assert len(bound) * per_pod == queue.gpus, f"{len(bound)} pods x {per_pod} GPUs bound, capability {queue.gpus}"
+        assert {p["spec"]["nodeName"] for p in bound} <= members["research"] | set(spare)
+    finally:
+        for node in spare:
+            api.patch("v1", "Node", node, {"metadata": {"labels": {k: None for k in join}}, "spec": {"taints": None}})

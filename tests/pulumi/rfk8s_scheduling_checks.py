@@ -69,10 +69,13 @@ def validate_volcano_conf(text: str) -> dict:
         for plugin in tier["plugins"]:
             known = facts["arguments"].get(plugin["name"], [])
             prefix = facts["argument_prefixes"].get(plugin["name"])
-            for key in plugin.get("arguments", {}):
+            for key, value in plugin.get("arguments", {}).items():
                 if key not in known and not (prefix and key.startswith(prefix)):
                     raise AssertionError(f"volcano-scheduler.conf plugin {plugin['name']}: argument {key!r} is not "
                                          f"one it reads (known: {known}, prefix {prefix!r})")
+                if key in facts["bool_arguments"].get(plugin["name"], []) and not isinstance(value, bool):
+                    raise AssertionError(f"volcano-scheduler.conf plugin {plugin['name']}: argument {key!r} is "
+                                         f"{value!r}; Volcano reads only a YAML boolean there (else it is ignored)")
     return conf
 
 

@@ -381,6 +381,63 @@ def test_quota_policy_switch_is_a_bool(value):
         config_from_mapping({"plan": "p", "kueueQuotaPolicy": value})
 
 
+@pytest.mark.parametrize("value", ["maybe", 1])
+def test_volcano_node_groups_switch_is_a_bool(value):
+    with pytest.raises(ConfigError, match="volcanoNodeGroups: expected true or false"):
+        config_from_mapping({"plan": "p", "volcanoNodeGroups": value})
+
+
+# ---- Volcano tenant pinning (nodegroup) ---------------------------------------------------------------
+
+NODE_PATCH = "kubernetes:core/v1:NodePatch"
+
+
+def node_groups(rec) -> dict[str, str]:
+    """node -> the Volcano node group the stack labels it with (only labelled nodes)."""
+    label = checks.volcano_facts()["nodegroup_label"]
+    return {r.inputs["metadata"]["name"]: r.inputs["metadata"]["labels"][label]
+            for r in rec.of_type(NODE_PATCH) if label in r.inputs["metadata"]["labels"]}
+
+
+def nodegroup_plugins(rec) -> list[dict]:
+    conf = checks.validate_volcano_conf(conf_text(rec))
+    return [p for tier in conf["tiers"] for p in tier["plugins"] if p["name"] == "nodegroup"]
+
+
+@pytest.mark.parametrize("name", ["dgx-h100-4su", "slurm-lab"])
+def test_volcano_queue_requires_its_tenants_node_group(deployed, name):
+    """Each tenant's Queue requires one node group, exactly the tenant's GPU nodes (plan.json members) carry it,
+    no other node carries any, and the scheduler runs nodegroup non-strict (unlabelled nodes stay open to Queues
+    that require no group)."""
+    plan, rec = deployed(name)
+    gpu_nodes = {d["name"] for d in plans.nodes(plan)}
+    members = {t["name"]: set(t["members"]) & gpu_nodes for t in plan["tenants"]}
+    queues = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in rec.of_type(QUEUE)}
+    groups = node_groups(rec)
+    assert set(groups) == set().union(*members.values()) <= gpu_nodes
+    for tenant, nodes in members.items():
+        required = queues[tenant]["affinity"]["nodeGroupAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        (group,) = required
+        assert {n for n, g in groups.items() if g == group} == nodes
+        assert set(queues[tenant]["affinity"]) == {"nodeGroupAffinity"}
+    assert nodegroup_plugins(rec) == [{"name": "nodegroup", "arguments": {"strict": False}}]
+
+
+def test_volcano_node_groups_switch_off(deployed):
+    """volcanoNodeGroups: false (or no Volcano) leaves the Queues without affinity, the nodes without the group label
+    and the scheduler without the plugin; the capability stays."""
+    _, on = deployed("dgx-h100-4su")
+    _, off = deployed("dgx-h100-4su", volcanoNodeGroups=False)
+    _, kueue_only = deployed("dgx-h100-4su", volcano=False)
+    for rec in (off, kueue_only):
+        assert node_groups(rec) == {}
+        assert all("affinity" not in r.inputs["spec"] for r in rec.of_type(QUEUE))
+    assert nodegroup_plugins(off) == []
+    want = {r.inputs["metadata"]["name"]: r.inputs["spec"]["capability"] for r in on.of_type(QUEUE)}
+    assert {r.inputs["metadata"]["name"]: r.inputs["spec"]["capability"] for r in off.of_type(QUEUE)} == want
+    assert node_groups(on)
+
+
 # ---- Volcano scheduler configuration ------------------------------------------------------------------
 
 
@@ -409,6 +466,7 @@ BROKEN_CONF = [
     ("option-type", "enablePreemptable", "is not of type 'boolean'"),
     ("argument", "binpack.gpu", "argument 'binpack.gpu'"),
     ("hdrf", "enableHierarchy", "conflict"),
+    ("bool-argument", "false", "only a YAML boolean"),
 ]
 
 
@@ -428,6 +486,8 @@ def test_broken_volcano_conf_is_rejected(deployed, what, value, message):
         drf[value] = "no"
     elif what == "argument":
         binpack["arguments"][value] = 1
+    elif what == "bool-argument":
+        next(p for p in conf["tiers"][1]["plugins"] if p["name"] == "nodegroup")["arguments"]["strict"] = value
     else:
         drf[value] = True
     with pytest.raises((AssertionError, jsonschema.ValidationError), match=message):
