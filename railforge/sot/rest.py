@@ -154,7 +154,7 @@ class Rest:
         """The `data` of one GraphQL query (Nautobot's /api/graphql/), its shape checked; an `errors` answer is one
         error naming the endpoint and the first message."""
         path = "graphql"
-        answer = self.request("POST", path, f"reading {path}", body={"query": query})
+        answer = self.request("POST", path, f"reading {self.base}/api/graphql/", body={"query": query})
         if isinstance(answer, dict) and answer.get("errors"):
             first = answer["errors"][0] if isinstance(answer["errors"], list) else answer["errors"]
             message = first.get("message") if isinstance(first, dict) else first
