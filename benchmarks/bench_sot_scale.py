@@ -12,6 +12,11 @@ statement count (pg_stat_statements), which tells the database from the applicat
     python benchmarks/bench_sot_scale.py netbox roce-a800-4nic roce-16k-railplane:R001-0
     python benchmarks/bench_sot_scale.py nautobot roce-a800-4nic --json out.json
     python benchmarks/bench_sot_scale.py netbox roce-16k-railplane:R001 --profile prof.txt  # + client cProfile
+    python benchmarks/bench_sot_scale.py nautobot roce-16k-railplane:R001-0 --baseline 31525e3  # reads: old vs new
+
+With `--baseline REF`, the no-op push and the diff run twice on the same server and data, once with railforge/sot
+as it was at git commit REF (loaded from git under another package name) and once with this tree's: the read path
+side by side.
 
 A size is an inventory example, or `roce-16k-railplane:PREFIX[,PREFIX]`: the 16K example's plan cut to the racks
 whose names start so (their devices, interfaces, addresses, the cables with both ends in them, and every catalog
@@ -32,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -119,8 +125,12 @@ class Meter:
                           "wall_s": after[0] - before[0], "client_cpu_s": after[1] - before[1],
                           "server_cpu_s": after[2] - before[2]})
 
-    def install(self) -> None:
-        meter, rest = self, rest_module.Rest
+    def install(self, packages: list) -> None:
+        for package in packages:
+            self._install(package)
+
+    def _install(self, package) -> None:
+        meter, rest = self, package.Rest
         request, create, update, delete = rest.request, rest.create, rest.update, rest.delete
 
         def counted(self, method, path, what, params=None, body=None):
@@ -140,7 +150,7 @@ class Meter:
         rest.request = counted
         rest.create, rest.update, rest.delete = (writer("create", create), writer("update", update),
                                                  writer("delete", delete))
-        for cls in (NetBox, Nautobot):
+        for cls in (package.NetBox, package.Nautobot):
             inner = cls.read_state
 
             def timed_read(self, want, inner=inner):
@@ -151,35 +161,67 @@ class Meter:
             cls.read_state = timed_read
 
 
-def run_size(product: str, server, plan, want: Desired, meter: Meter, profile: cProfile.Profile | None) -> dict:
-    make = NetBox if product == "netbox" else Nautobot
+def this_tree() -> types.SimpleNamespace:
+    return types.SimpleNamespace(name="this tree", Rest=rest_module.Rest, NetBox=NetBox, Nautobot=Nautobot)
+
+
+def baseline(ref: str, work: Path) -> types.SimpleNamespace:
+    """railforge/sot as it was at git commit `ref`, imported as the package `rf_baseline_sot` (its own Rest, sync
+    and desired too), so both read paths run in this process against the same server."""
+    folder = work / "baseline" / "rf_baseline_sot"
+    folder.mkdir(parents=True)
+    names = subprocess.run(["git", "ls-tree", "--name-only", f"{ref}:railforge/sot"], capture_output=True,
+                           text=True, check=True, cwd=ROOT).stdout.split()
+    for name in (n for n in names if n.endswith(".py")):
+        text = subprocess.run(["git", "show", f"{ref}:railforge/sot/{name}"], capture_output=True, text=True,
+                              check=True, cwd=ROOT).stdout
+        (folder / name).write_text(text.replace("railforge.sot.", "rf_baseline_sot."))
+    sys.path.insert(0, str(folder.parent))
+    import importlib
+
+    mods = {n: importlib.import_module(f"rf_baseline_sot.{n}") for n in ("rest", "netbox", "nautobot", "desired")}
+    return types.SimpleNamespace(name=f"git {ref}", Rest=mods["rest"].Rest, NetBox=mods["netbox"].NetBox,
+                                 Nautobot=mods["nautobot"].Nautobot, desired=mods["desired"].desired)
+
+
+def run_size(product: str, server, plan, want: Desired, racks: list[str], meter: Meter,
+             profile: cProfile.Profile | None, packages: list) -> dict:
+    """A first push with this tree, then per package (a baseline first, if any, then this tree) a no-op push and a
+    diff."""
     out: dict = {"objects": {}, "runs": {}}
-    for step in ("first push", "no-op push", "diff"):
+    current = packages[-1]
+    steps = [("first push", current)] + [(f"{step} [{p.name}]" if len(packages) > 1 else step, p)
+                                         for p in packages for step in ("no-op push", "diff")]
+    for step, package in steps:
         meter.rows = []
         start, db_start = meter.snapshot(), database(server.pg_port)
         if profile is not None:
             profile.enable()
+        make = package.NetBox if product == "netbox" else package.Nautobot
         client = make(server.url, server.token, plan.cluster.name, workers=4)
         client.check()
-        if step == "diff":
-            changes = client.drift(want)
+        target = want if package is current else package.desired(plan)
+        if package is not current and racks:
+            target = subset(target, racks)
+        if step.startswith("diff"):
+            changes = client.drift(target)
             if changes:
-                raise SystemExit(f"diff after two pushes is not clean: {len(changes)} changes, first {changes[0]}")
+                raise SystemExit(f"{step} after two pushes is not clean: {len(changes)} changes, first {changes[0]}")
             writes = 0
         else:
-            result = client.push(want)
+            result = client.push(target)
             writes = result.writes
             if step == "first push":
                 out["objects"] = dict(result.created)
+            elif writes:
+                raise SystemExit(f"the {step} wrote {writes} objects")
         if profile is not None:
             profile.disable()
         end, db_end = meter.snapshot(), database(server.pg_port)
         out["runs"][step] = {"writes": writes, "requests": end[3] - start[3], "wall_s": end[0] - start[0],
                              "client_cpu_s": end[1] - start[1], "server_cpu_s": end[2] - start[2],
                              "sql_s": db_end[0] - db_start[0], "sql_statements": db_end[1] - db_start[1],
-                             "phases": meter.rows}
-    if out["runs"]["no-op push"]["writes"]:
-        raise SystemExit(f"the no-op push wrote {out['runs']['no-op push']['writes']} objects")
+                             "load": os.getloadavg()[0], "phases": meter.rows}
     return out
 
 
@@ -220,6 +262,8 @@ def main() -> None:
     ap.add_argument("product", choices=("netbox", "nautobot"))
     ap.add_argument("sizes", nargs="+")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--baseline", metavar="REF", help="also run the no-op push and diff with railforge/sot as it "
+                    "was at this git commit, on the same server and data")
     ap.add_argument("--profile", type=Path, help="write the client's cProfile (all sizes, top 40 by tottime)")
     args = ap.parse_args()
     profile = cProfile.Profile() if args.profile else None
@@ -230,12 +274,14 @@ def main() -> None:
         try:
             postmaster = (server.pg / "data" / "postmaster.pid").read_text().split()[0]
             meter = Meter([*server.pids, int(postmaster)])
-            meter.install()
+            packages = ([baseline(args.baseline, work)] if args.baseline else []) + [this_tree()]
+            meter.install(packages)
             results = {}
             for size in args.sizes:
                 plan, want = load(size, work)
                 print(f"{time.strftime('%H:%M:%S')} {size}: load {os.getloadavg()[0]:.1f}", flush=True)
-                results[size] = run_size(args.product, server, plan, want, meter, profile)
+                racks = size.partition(":")[2].split(",") if ":" in size else []
+                results[size] = run_size(args.product, server, plan, want, racks, meter, profile, packages)
                 results[size]["load_after"] = os.getloadavg()
                 print(report(args.product, size, results[size]), flush=True)
                 if args.json:

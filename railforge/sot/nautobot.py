@@ -15,6 +15,7 @@ person) already holds is used by this cluster's routing instances as it is: neve
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 from ipaddress import ip_interface
 from typing import Any
@@ -31,6 +32,14 @@ BGP_TYPES = ["nautobot_bgp_models.autonomoussystem", "nautobot_bgp_models.bgprou
 CONTENT_TYPES = ["dcim.location", "dcim.devicetype", "dcim.rack", "dcim.device", "dcim.interface", "dcim.cable",
                  "ipam.namespace", "ipam.prefix", "ipam.ipaddress", "ipam.vlan"]
 LOCATION_TYPE = "railforge site"
+GRAPHQL = {"device": ("devices", ("name",)), "interface": ("interfaces", ("name", "device { id }")),
+           "cable": ("cables", ("label", "terminations { cable_end interface { id } }")),
+           "prefix": ("prefixes", ("prefix",)), "IP address": ("ip_addresses", ("address",)),
+           "IP assignment": ("ip_address_assignments", ("ip_address { id }", "interface { id }"))}
+"""The classes read through GraphQL (99 % of the 16K example's objects): their list query and what their natural
+key needs beside the compared fields."""
+GRAPHQL_IDS = 1000
+"""IP addresses per IP-assignment query."""
 
 
 def _id(ref: Any) -> Any:
@@ -199,7 +208,7 @@ class Nautobot(Client):
 
     def read_state(self, want: Desired) -> State:
         """Everything in the plan's scope: its location, its namespace, its tag, the planned ASNs and catalog
-        names, read all at once."""
+        names, read all at once; the large classes through GraphQL (see rest.py), the others through REST."""
         rest, tag = self.rest, self.tag
         location = next(iter(rest.page("dcim/locations", name=want.site)["results"]), None)
         namespace = next(iter(rest.page("ipam/namespaces", name=tag)["results"]), None)
@@ -220,9 +229,17 @@ class Nautobot(Client):
         if self.bgp_app:
             reads["ASN"] = [("plugins/bgp/autonomous-systems", {"tags": tag})]
             reads["BGP instance"] = [("plugins/bgp/routing-instances", {"tags": tag})]
+        kinds = {k.cls: k for k in self.kinds()}
         jobs = [(cls, path, params) for cls, asks in reads.items() for path, params in asks]
+
+        def read(cls: str, path: str, params: dict) -> list[dict]:
+            if cls not in GRAPHQL:
+                return rest.all(path, **params)
+            return [_from_graphql(o) for o in rest.graphql_all(GRAPHQL[cls][0], params, _selection(kinds[cls]))]
+
         with ThreadPoolExecutor(min(len(jobs), max(2, self.workers))) as pool:
-            answers = list(pool.map(lambda j: rest.all(j[1], **j[2]), jobs))
+            answers = list(pool.map(lambda j: read(*j), jobs))
+            enums = dict(zip(GRAPHQL, pool.map(lambda cls: self._choices(kinds[cls]), GRAPHQL), strict=True))
         found: dict[str, dict[Any, dict]] = {}
         for (cls, _, _), objs in zip(jobs, answers, strict=True):
             found.setdefault(cls, {}).update((o["id"], o) for o in objs)
@@ -233,9 +250,31 @@ class Nautobot(Client):
             if used:
                 found["ASN"].update((o["id"], o) for o in rest.many("plugins/bgp/autonomous-systems", "id", used))
         owned_addresses = [i for i, o in found["IP address"].items() if self._owned(o)]
-        found["IP assignment"] = {o["id"]: o for o in rest.many("ipam/ip-address-to-interface", "ip_address",
-                                                                   owned_addresses)}
+        chunks = [owned_addresses[i:i + GRAPHQL_IDS] for i in range(0, len(owned_addresses), GRAPHQL_IDS)]
+        with ThreadPoolExecutor(max(1, min(self.workers, len(chunks)))) as pool:
+            assignments = pool.map(lambda c: rest.graphql_all(GRAPHQL["IP assignment"][0], {"ip_address": c},
+                                                              _selection(kinds["IP assignment"])), chunks)
+            found["IP assignment"] = {o["id"]: o for part in assignments for o in part}
+        for cls, by_field in enums.items():
+            for o in found.get(cls, {}).values():
+                for f, names in by_field.items():
+                    if isinstance(o.get(f), str):
+                        o[f] = names.get(o[f], o[f])
         return self._parse(found)
+
+    def _choices(self, kind: Kind) -> dict[str, dict[str, str]]:
+        """For each field of `kind` with choices: GraphQL's enum name of each choice -> its value (Nautobot's GraphQL
+        answers a choice as the enum name graphene-django makes of its value), from the REST API's OPTIONS."""
+        if not kind.fields:
+            return {}
+        answer = self.rest.request("OPTIONS", kind.path, f"reading the choices of {kind.path}")
+        post = answer.get("actions", {}).get("POST", {}) if isinstance(answer, dict) else {}
+        out: dict[str, dict[str, str]] = {}
+        for f in kind.fields:
+            choices = post.get(f.api, {}).get("choices") if isinstance(post.get(f.api), dict) else None
+            if isinstance(choices, list):
+                out[f.api] = _enum_names([c.get("value") for c in choices if isinstance(c, dict)])
+        return out
 
     def _owned(self, o: dict) -> bool:
         return any(_id(t) == self.tag_id for t in o.get("tags") or [])
@@ -278,6 +317,39 @@ class Nautobot(Client):
                 owned = _id(o.get("ip_address")) in owned_address if kind.cls == "IP assignment" else self._owned(o)
                 have[key_of[kind.cls][i]] = Live(i, owned, values)
         return st
+
+
+def _selection(kind: Kind) -> str:
+    """The GraphQL fields to ask for `kind`: its id, tags (an IP assignment has none: it is owned with its
+    address), key and compared fields (a reference or a status as its id; a cable's terminations as its ends'
+    interfaces)."""
+    fields = [f"{f.api} {{ id }}" if f.ref is not None or f.api == "status" else f.api
+              for f in kind.fields if (kind.cls, f.api) != ("cable", "terminations")]
+    tags = [] if kind.cls == "IP assignment" else ["tags { id }"]
+    return " ".join(dict.fromkeys(["id", *tags, *GRAPHQL[kind.cls][1], *fields]))
+
+
+def _from_graphql(o: dict) -> dict:
+    """A GraphQL record as the REST record `_parse` reads: a cable's ends as `termination_a_id`/`_b_id`."""
+    ends = o.pop("terminations", None)
+    for end in ends or []:
+        if isinstance(end, dict):
+            o.setdefault(f"termination_{str(end.get('cable_end', '')).lower()}_id", _id(end.get("interface")))
+    return o
+
+
+def _enum_names(values: list) -> dict[str, str]:
+    """graphene-django's enum name for each choice value -> the value (`convert_choice_name` and the duplicate
+    suffix of `get_choices`, graphene-django 3)."""
+    out: dict[str, str] = {}
+    for value in values:
+        name = re.sub(r"[\W|^]+", "_", str(value)).upper()
+        if not re.fullmatch(r"[_A-Za-z][_0-9A-Za-z]*", name):
+            name = f"A_{name}"
+        while name in out:
+            name += f"_{len(out)}"
+        out[name] = value
+    return out
 
 
 def _prefixes(want: Desired) -> list[Prefix]:

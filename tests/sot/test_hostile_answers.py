@@ -87,3 +87,34 @@ def test_an_unexpected_answer_is_one_error_line(build: Path, tmp_path: Path, pro
     if answer in NOT_A_LISTING and not (answer == "no-count" and product == "netbox"):
         assert f"reading {url}/api/" in err and "expected a listing (an object with `results`" in err, err
         assert "Error:" not in err, err
+
+
+GRAPHQL = {**ANSWERS, "data-not-lists": b'{"data": {"interfaces": {"id": 1}}}',
+           "errors": b'{"errors": [{"message": "Cannot query field \'x\' on type \'InterfaceType\'."}]}'}
+
+
+@pytest.mark.parametrize("answer", sorted(GRAPHQL))
+def test_an_unexpected_graphql_answer_is_one_error(answer: str) -> None:
+    """Nautobot's large classes are read through GraphQL: an answer that is not `{"data": {name: [objects]}}` is
+    one SotError naming the GraphQL endpoint and what came instead, never a traceback or an empty listing."""
+    import requests
+
+    from railforge.sot.rest import Rest, SotError
+
+    handler = type("Handler", (Fake,), {"answer": GRAPHQL[answer], "status": b"{}"})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with pytest.raises(SotError) as caught:
+            Rest(requests.Session(), url, "Nautobot", workers=2, cursor=False).graphql_all(
+                "interfaces", {"location": "x"}, "id name")
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = str(caught.value)
+    assert "\n" not in err and url in err and "graphql" in err, err
+    if answer == "errors":
+        assert "answered the query with an error: Cannot query field 'x'" in err, err
+    elif answer not in ("deep", "not-json"):
+        assert "expected a GraphQL answer (an object with `data`" in err and "not what the Nautobot API" in err, err

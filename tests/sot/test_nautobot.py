@@ -152,6 +152,50 @@ def test_asn_changed_by_hand_shows_in_diff(nautobot, token_file, plans):  # noqa
     assert writes(push(nautobot, token_file, three)) == 0
 
 
+def test_graphql_pages_read_every_object_once(nautobot, token_file, plans):  # noqa: F811
+    """The GraphQL read pages by offset over parallel streams, each stopping at its first short page: with pages of
+    7, the location's interfaces read so are exactly the ones Nautobot's REST API lists, each once."""
+    import requests
+
+    from railforge.sot.rest import Rest
+
+    nb = api(nautobot)
+    location = nb.dcim.locations.get(name="tiny-roce")
+    listed = sorted(str(i.id) for i in nb.dcim.interfaces.filter(location=location.id))
+    session = requests.Session()
+    session.headers.update({"Authorization": f"Token {nautobot.token}"})
+    rest = Rest(session, nautobot.url, "Nautobot", workers=4, cursor=False)
+    paged = sorted(o["id"] for o in rest.graphql_all("interfaces", {"location": location.id}, "id", page=7))
+    assert len(listed) > 4 * 7 * 2 and paged == listed
+
+
+def test_choice_edits_by_hand_read_back_as_values(nautobot, token_file, plans):  # noqa: F811
+    """Nautobot's GraphQL answers a choice as an enum name (`A_10GBASE_T`); the read path maps it back to the value
+    the REST API takes: an interface's type and a cable's type edited by hand show in `sot diff` as values, and
+    `--apply-changes` restores them."""
+    from tests.sot.test_netbox import diff_rows
+
+    _, three = plans
+    nb = api(nautobot)
+    cable = next(c for c in nb.dcim.cables.filter(tags="railforge-tiny-roce") if c.type and c.type.value != "cat6")
+    cable_type = cable.type.value
+    cable.update({"type": "cat6"})
+    device = next(iter(nb.dcim.devices.filter(tags="railforge-tiny-roce", role="node", limit=1)))
+    port = next(i for i in nb.dcim.interfaces.filter(device=device.id) if i.type.value not in ("lag", "10gbase-t"))
+    port_type = port.type.value
+    port.update({"type": "10gbase-t"})
+    proc = sot_diff(nautobot, token_file, three)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert diff_rows(proc) == {
+        ("update", "cable", cable.label, "type", "cat6", cable_type),
+        ("update", "interface", f"{device.name}:{port.name}", "type", "10gbase-t", port_type),
+    }, proc.stdout
+    assert push(nautobot, token_file, three, "--apply-changes").returncode == 0
+    assert nb.dcim.cables.get(cable.id).type.value == cable_type
+    assert nb.dcim.interfaces.get(port.id).type.value == port_type
+    assert sot_diff(nautobot, token_file, three).returncode == 0
+
+
 def test_field_edits_by_hand_are_seen_refused_and_restored(nautobot, token_file, plans):  # noqa: F811
     """A cable's colour, a device's status, an interface's speed edited in Nautobot and an untagged device added to
     the location: `sot diff` shows each with its live and planned value, `push` refuses, `--apply-changes`
