@@ -191,3 +191,28 @@ def test_desired_records_carry_the_plan_values(tiny):
     cable = tiny.cables[0]
     assert cable.ends == ((cable.a_device, cable.a_port), (cable.b_device, cable.b_port))
     assert replace(cable, status="active") != cable
+
+
+def test_docs_table_lists_every_compared_field():
+    """docs/sot.md's "What `diff` compares" table names, per class and product, exactly the fields the adapters'
+    `Kind` tables compare, and which classes list objects in scope that the plan does not know."""
+    text = (ROOT / "docs" / "sot.md").read_text()
+    table = text[text.index("| class | NetBox: fields compared |"):]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        cls, netbox, nautobot, scope = (c.strip() for c in line.strip("|").split("|"))
+        rows[cls] = (netbox, nautobot, scope)
+    documented: dict[str, list] = {cls: [None, None, scope == "listed"] for cls, (_, _, scope) in rows.items()}
+    for n in range(2):
+        for cls, cells in rows.items():
+            documented[cls][n] = None if cells[n] == "(not written)" else \
+                [] if cells[n] == "(none)" else [c.strip().strip("`") for c in cells[n].split(",")]
+    actual: dict[str, list] = {}
+    for n, product in enumerate((NetBox, Nautobot)):
+        for kind in adapter(product).kinds():
+            entry = actual.setdefault(kind.cls, [None, None, False])
+            entry[n] = [f.api for f in kind.fields]
+            entry[2] = entry[2] or kind.scoped
+    assert documented == actual
