@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from railforge.plan.model import SWITCH_ROLES, Plan
+from railforge.plan.model import HOST_ROLES, SWITCH_ROLES, Plan
 from railforge.plan.parts import laid
+from railforge.plan.switch_model import MGMT_MTU
 from railforge.plan.tables import device_addresses
 from railforge.render.netbox import (
     ADDRESS_ROLES,
@@ -72,6 +73,9 @@ class Interface:
     label: str
     description: str
     status: str = PLANNED
+    mtu: int | None = None
+    """The MTU the plan configures on the port (the switch configs', the hosts' rails and bonds); None where the
+    plan configures none (InfiniBand ports, host management ports, virtual interfaces)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +168,7 @@ def desired(plan: Plan) -> Desired:
     want.racks = [Rack(r.name, r.height_u, f"{r.kind} rack, row {r.row} position {r.position}") for r in plan.racks]
     ib = c.fabric == "infiniband"
     fabric_of = {link.id: link.fabric for link in plan.links}
+    mtu = _Mtu(plan)
     for d in plan.devices:
         want.devices.append(Device(d.name, d.role, d.model, d.rack, d.u, _describe(d)))
         lag_of = {m.ifname: d.bond.name for m in d.bond.members} if d.bond else {}
@@ -173,14 +178,15 @@ def desired(plan: Plan) -> Desired:
         if d.bond:
             names.add(d.bond.name)
             want.interfaces.append(Interface(d.name, d.bond.name, "lag", None, False, None, None, "",
-                                             f"{d.bond.mode} {d.bond.hash_policy}"))
+                                             f"{d.bond.mode} {d.bond.hash_policy}", mtu=d.bond.mtu))
         for p in d.ports:
             names.add(p.name)
             kind = fabric_of.get(p.link or "", "")
             table = INFINIBAND_TYPES if ib and kind == "compute" else ETHERNET_TYPES
             mgmt = p.name in mgmt_ifs or (kind == "oob" and d.role not in SWITCH_ROLES)
             want.interfaces.append(Interface(d.name, p.name, table.get(p.speed_mbps, "other"), p.speed_mbps * 1000,
-                                             mgmt, lag_of.get(p.name), None, p.label, _breakout(p)))
+                                             mgmt, lag_of.get(p.name), None, p.label, _breakout(p),
+                                             mtu=mtu.of(d, p, lag_of)))
         for _, _, ifname, kind in own:
             if ifname in names:
                 continue
@@ -202,6 +208,36 @@ def desired(plan: Plan) -> Desired:
     vlans |= {d.bond.storage_vlan.id for d in plan.devices if d.bond and d.bond.storage_vlan}
     want.vlans = [Vlan(v, f"vlan{v}") for v in sorted(vlans)]
     return want
+
+
+class _Mtu:
+    """A port's MTU as the plan configures it: a switch's ports carry the switch MTU (its own management port
+    1500), as the switch configs write them (`railforge.plan.switch_model`); a host's rail ports the host MTU, its
+    bond members the bond's. InfiniBand ports and a host's management and BMC ports: none (the plan sets none)."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.ib = plan.cluster.fabric == "infiniband"
+        self.links = {link.id: link for link in plan.links}
+        self.roles = {d.name: d.role for d in plan.devices}
+
+    def of(self, d, p, lag_of: dict[str, str]) -> int | None:
+        link = self.links.get(p.link or "")
+        if self.ib and link is not None and link.fabric == "compute":
+            return None
+        if d.role in SWITCH_ROLES:
+            if link is None:
+                return self.plan.qos.switch_mtu
+            peer = link.b.device if link.a.device == d.name else link.a.device
+            host_ports = {x for s in d.host_subnets for x in s.ports}
+            mgmt = link.tier == "oob-access" and d.role != "oob-leaf" and p.name not in host_ports and \
+                self.roles.get(peer) not in HOST_ROLES
+            return MGMT_MTU if mgmt else self.plan.qos.switch_mtu
+        if p.name in lag_of:
+            return d.bond.mtu
+        if link is not None and link.fabric == "compute":
+            return self.plan.qos.host_mtu
+        return None
 
 
 def _breakout(p) -> str:
