@@ -210,23 +210,10 @@ NOT_EDITED = {
 def edit_every_owned_field(nb, tag: str) -> tuple[set, dict]:
     """One hand edit of every field railforge owns in Nautobot, through its API: the rows `sot diff` must show
     (planned values as railforge wrote them, read before the edit) and the (class, field) each row proves."""
-    from tests.sot.test_netbox import free_u
+    from tests.sot.test_netbox import HandEdits, free_u
 
-    rows: set[tuple[str, ...]] = set()
-    proves: dict[tuple[str, str], tuple[str, ...]] = {}
-
-    def row(cls, name, fld, live, planned):
-        r = ("update", cls, str(name), fld, "(none)" if live in (None, "") else str(live),
-             "(none)" if planned in (None, "") else str(planned))
-        rows.add(r)
-        proves[(cls, fld)] = r
-
-    def edit(obj, cls, name, changes: dict, shown: dict | None = None):
-        before = {k: getattr(obj, k) for k in changes}
-        assert obj.update(changes), (cls, name, changes)
-        for k, v in changes.items():
-            live, planned = (shown or {}).get(k, (v, before[k]))
-            row(cls, name, k, live, getattr(planned, "value", planned))
+    edits = HandEdits()
+    row, edit = edits.row, edits.edit
 
     def status(obj, cls, name, to: str):
         was = nb.extras.statuses.get(obj.status.id).name
@@ -308,7 +295,7 @@ def edit_every_owned_field(nb, tag: str) -> tuple[set, dict]:
          {"autonomous_system": (4200009999, every_as[instance.autonomous_system.id]),
           "router_id": (loopbacks[elsewhere], loopbacks[instance.router_id.id])})
     status(instance, "BGP instance", device_of[instance.device.id], "Active")
-    return rows, proves
+    return edits.rows, edits.proves
 
 
 def add_unexpected(nb, tag: str) -> tuple[set, list]:

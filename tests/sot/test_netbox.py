@@ -192,27 +192,35 @@ def free_u(devices, heights: dict, rack_height: int, height: int) -> int:
     return next(u for u in range(1, rack_height - height + 2) if not taken & set(range(u, u + height)))
 
 
+class HandEdits:
+    """Hand edits made through a product's API, the `sot diff` row each must give (change, class, name, field, live,
+    planned; planned as railforge wrote it, read before the edit) and the (class, field) each row proves."""
+
+    def __init__(self) -> None:
+        self.rows: set[tuple[str, ...]] = set()
+        self.proves: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def row(self, cls: str, name, fld: str, live, planned) -> None:
+        r = ("update", cls, str(name), fld, "(none)" if live in (None, "") else str(live),
+             "(none)" if planned in (None, "") else str(planned))
+        self.rows.add(r)
+        self.proves[(cls, fld)] = r
+
+    def edit(self, obj, cls: str, name, changes: dict, shown: dict | None = None) -> None:
+        before = {k: getattr(obj, k) for k in changes}
+        assert obj.update(changes), (cls, name, changes)
+        for k, v in changes.items():
+            live, planned = (shown or {}).get(k, (v, before[k]))
+            self.row(cls, name, k, live, getattr(planned, "value", planned))
+
+
 def edit_every_owned_field(nb, site) -> tuple[set, dict]:
     """One hand edit of every field railforge owns, through NetBox's API: the rows `sot diff` must show
     (change, class, name, field, live, planned; planned as railforge wrote it, read before the edit), and the
     (class, field) each row proves."""
     tag = "railforge-tiny-roce"
-    rows: set[tuple[str, ...]] = set()
-    proves: dict[tuple[str, str], tuple[str, ...]] = {}
-
-    def row(cls, name, fld, live, planned):
-        r = ("update", cls, name, fld, "(none)" if live in (None, "") else str(live),
-             "(none)" if planned in (None, "") else str(planned))
-        rows.add(r)
-        proves[(cls, fld)] = r
-
-    def edit(obj, cls, name, changes: dict, shown: dict | None = None):
-        before = {k: getattr(obj, k) for k in changes}
-        assert obj.update(changes), (cls, name, changes)
-        for k, v in changes.items():
-            live, planned = (shown or {}).get(k, (v, before[k]))
-            planned = getattr(planned, "value", planned)
-            row(cls, name, k, live, planned)
+    edits = HandEdits()
+    row, edit = edits.row, edits.edit
 
     site.update({"status": "active"})
     row("site", "tiny-roce", "status", "active", "planned")
@@ -297,7 +305,7 @@ def edit_every_owned_field(nb, site) -> tuple[set, dict]:
     vlan = next(iter(nb.ipam.vlans.filter(tag=tag, limit=1)))
     edit(vlan, "VLAN", str(vlan.vid), {"name": "by-hand", "status": "deprecated", "site": None},
          {"site": (None, "tiny-roce")})
-    return rows, proves
+    return edits.rows, edits.proves
 
 
 def add_unexpected(nb, site, tag: str) -> tuple[set, list]:
