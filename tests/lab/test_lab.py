@@ -7,11 +7,14 @@ directly here (`ip -j route`, `ping`), not only through `railforge lab check`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from ipaddress import ip_interface
 from pathlib import Path
@@ -122,17 +125,39 @@ def test_interrupted_bring_up_leaves_nothing(generated: Path) -> None:
     cmd = [sys.executable, "-c", "from railforge.cli.main import app; app()", "lab", "up", CLUSTER, "--out",
            str(generated), "--prefix", prefix]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    output = ""
     t0 = time.monotonic()
+    while "cables in" not in output and time.monotonic() < t0 + 120:  # printed as the daemons start
+        with contextlib.suppress(queue.Empty):
+            line = lines.get(timeout=1)
+            if line is None:
+                break
+            output += line
+    if "cables in" not in output:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        pytest.fail(f"bring-up made no cables in {time.monotonic() - t0:.0f} s (exit {proc.returncode}):\n{output}")
+    # The signal goes once a daemon runs, or at most 2 s after the cables: inside the bring-up either way (daemons
+    # take seconds, convergence ten more). Waiting on a /proc scan alone let one CI run signal a finished bring-up.
+    cabled = time.monotonic()
     started: list[str] = []
-    while not started and proc.poll() is None and time.monotonic() < t0 + 120:
+    while not started and time.monotonic() < cabled + 2 and proc.poll() is None:
         time.sleep(0.05)
         started = lab_processes(prefix)
-    if not started:  # one scan decides: a second could miss a daemon mid-fork (parent gone, child's pid wrapped)
-        proc.send_signal(signal.SIGINT)
-        output, _ = proc.communicate(timeout=60)
-        pytest.fail(f"bring-up started no daemon in {time.monotonic() - t0:.0f} s (exit {proc.returncode}):\n{output}")
     proc.send_signal(signal.SIGINT)
-    output, _ = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    reader.join(timeout=10)
+    while not lines.empty() and (line := lines.get_nowait()) is not None:
+        output += line
     assert proc.returncode != 0, output
     assert namespaces(prefix) == [], output
     assert lab_processes(prefix) == [], output
