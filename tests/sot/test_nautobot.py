@@ -301,6 +301,8 @@ def edit_every_owned_field(nb, tag: str) -> tuple[set, dict]:
 def add_unexpected(nb, tag: str) -> tuple[set, list]:
     """An owned VLAN the plan does not know, and untagged objects added by hand in the plan's location: a rack, a
     device with two interfaces and a cable between them, an interface on a planned switch."""
+    from tests.sot.test_netbox import unexpected_rows
+
     location = nb.dcim.locations.get(name="tiny-roce")
     tag_id = nb.extras.tags.get(name=tag).id
     nb.ipam.vlans.create(vid=3999, name="by-hand", status={"name": "Active"}, location=location.id, tags=[tag_id])
@@ -314,15 +316,7 @@ def add_unexpected(nb, tag: str) -> tuple[set, list]:
                                   termination_a_id=ends[0].id, termination_b_type="dcim.interface",
                                   termination_b_id=ends[1].id, status={"name": "Connected"})
     stray = nb.dcim.interfaces.create(device=leaf.id, name="by-hand0", type="virtual", status={"name": "Active"})
-    foreign = "in the plan's scope, not in the plan (not railforge's)"
-    rows = {("unexpected", "VLAN", "3999", "", "railforge's tag, not in the plan", ""),
-            ("unexpected", "rack", "by-hand-rack", "", foreign, ""),
-            ("unexpected", "device", "by-hand-spare", "", foreign, ""),
-            ("unexpected", "interface", "by-hand-spare:eth0", "", foreign, ""),
-            ("unexpected", "interface", "by-hand-spare:eth1", "", foreign, ""),
-            ("unexpected", "cable", "by-hand-cable", "", foreign, ""),
-            ("unexpected", "interface", f"{leaf.name}:by-hand0", "", foreign, "")}
-    return rows, [stray, cable, spare, rack]
+    return unexpected_rows(leaf.name), [stray, cable, spare, rack]
 
 
 def test_every_owned_field_edited_by_hand_is_seen_refused_and_restored(nautobot, token_file, plans):  # noqa: F811

@@ -308,6 +308,20 @@ def edit_every_owned_field(nb, site) -> tuple[set, dict]:
     return edits.rows, edits.proves
 
 
+def unexpected_rows(leaf: str) -> set[tuple[str, ...]]:
+    """The `sot diff` rows of what add_unexpected makes by hand, on either product: an owned VLAN the plan does not
+    know, and six untagged objects in the plan's scope (a rack, a device, its two interfaces, a cable between them,
+    an interface on the planned switch `leaf`)."""
+    foreign = "in the plan's scope, not in the plan (not railforge's)"
+    return {("unexpected", "VLAN", "3999", "", "railforge's tag, not in the plan", ""),
+            ("unexpected", "rack", "by-hand-rack", "", foreign, ""),
+            ("unexpected", "device", "by-hand-spare", "", foreign, ""),
+            ("unexpected", "interface", "by-hand-spare:eth0", "", foreign, ""),
+            ("unexpected", "interface", "by-hand-spare:eth1", "", foreign, ""),
+            ("unexpected", "cable", "by-hand-cable", "", foreign, ""),
+            ("unexpected", "interface", f"{leaf}:by-hand0", "", foreign, "")}
+
+
 def add_unexpected(nb, site, tag: str) -> tuple[set, list]:
     """An owned VLAN the plan does not know, and untagged objects added by hand in the plan's site: a rack, a
     device with two interfaces and a cable between them, an interface on a planned switch."""
@@ -321,15 +335,7 @@ def add_unexpected(nb, site, tag: str) -> tuple[set, list]:
                                                                          "object_id": ends[0].id}],
                                   b_terminations=[{"object_type": "dcim.interface", "object_id": ends[1].id}])
     stray = nb.dcim.interfaces.create(device=leaf.id, name="by-hand0", type="virtual")
-    foreign = "in the plan's scope, not in the plan (not railforge's)"
-    rows = {("unexpected", "VLAN", "3999", "", "railforge's tag, not in the plan", ""),
-            ("unexpected", "rack", "by-hand-rack", "", foreign, ""),
-            ("unexpected", "device", "by-hand-spare", "", foreign, ""),
-            ("unexpected", "interface", "by-hand-spare:eth0", "", foreign, ""),
-            ("unexpected", "interface", "by-hand-spare:eth1", "", foreign, ""),
-            ("unexpected", "cable", "by-hand-cable", "", foreign, ""),
-            ("unexpected", "interface", f"{leaf.name}:by-hand0", "", foreign, "")}
-    return rows, [stray, cable, spare, rack]
+    return unexpected_rows(leaf.name), [stray, cable, spare, rack]
 
 
 def test_every_owned_field_edited_by_hand_is_seen_refused_and_restored(netbox, token_file, plans):
