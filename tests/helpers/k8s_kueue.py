@@ -89,7 +89,7 @@ def start_kueue(cluster: K8sCluster, namespace: str = "kueue-system") -> KueueRu
     def established() -> bool:
         for crd in crd_objects():
             got = api.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd["metadata"]["name"])
-            conds = {c["type"]: c["status"] for c in got.get("status", {}).get("conditions", [])}
+            conds = {c["type"]: c["status"] for c in (got.get("status") or {}).get("conditions") or []}
             if conds.get("Established") != "True":
                 return False
         return True
