@@ -147,5 +147,10 @@ def unregister(api: KubeApi, specs: Iterable[NodeSpec]) -> None:
         api.delete("v1", "Node", spec.name)
 
 
+def node_labels(api: KubeApi) -> dict[str, dict[str, str]]:
+    """Every node's labels, by node name."""
+    return {n["metadata"]["name"]: n["metadata"].get("labels", {}) for n in api.list("v1", "Node")}
+
+
 def is_ready(node: dict) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", []))

@@ -28,7 +28,7 @@ from railforge_k8s.versions import KUEUE_API
 
 from tests.helpers.k8s_cluster import K8sHarnessError, KubeApiError
 from tests.helpers.k8s_kueue import PRIORITY_LABEL, QUEUE_LABEL, start_kueue
-from tests.helpers.k8s_nodes import GPU
+from tests.helpers.k8s_nodes import GPU, node_labels
 from tests.k8s.conftest import K8S_EXAMPLE, require_k8s_toolchain
 
 MUTATE = "RAILFORGE_K8S_SCHED_MUTATE"
@@ -223,10 +223,6 @@ def condition(obj: dict | None, kind: str) -> dict:
         if cond["type"] == kind:
             return cond
     return {}
-
-
-def node_labels(api) -> dict[str, dict[str, str]]:
-    return {n["metadata"]["name"]: n["metadata"].get("labels", {}) for n in api.list("v1", "Node")}
 
 
 def wait_placed(cluster, ns: str, name: str, count: int, timeout: float = 90) -> list[dict]:

@@ -36,7 +36,7 @@ from railforge_k8s.versions import VOLCANO_QUEUE_API
 from railforge_k8s.volcano_config import scheduler_configuration
 
 from tests.helpers.k8s_cluster import KubeApiError
-from tests.helpers.k8s_nodes import GPU
+from tests.helpers.k8s_nodes import GPU, node_labels
 from tests.helpers.k8s_volcano import start_volcano
 from tests.k8s.conftest import K8S_EXAMPLE, require_k8s_toolchain
 
@@ -186,10 +186,6 @@ def pods_of(api, ns: str, job_name: str, bound_only: bool = True) -> list[dict]:
     if not bound_only:
         return pods
     return [p for p in pods if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")]
-
-
-def node_labels(api) -> dict[str, dict[str, str]]:
-    return {n["metadata"]["name"]: n["metadata"].get("labels", {}) for n in api.list("v1", "Node")}
 
 
 def wait_placed(cluster, ns: str, name: str, count: int, timeout: float = 90) -> list[dict]:
